@@ -1,0 +1,443 @@
+//! One frame: choose its parameters, encode it, decode it (FORMAT.md sections 4 and 7).
+//!
+//! Frames are independent, so a parallel encoder or decoder calls these directly on each frame
+//! (see [`crate::frames`] to find them in a stream).
+
+use crate::checksum::h32;
+use crate::error::{Error, Result};
+use crate::format::{
+    pad32, Dtype, FrameHeader, FrameLayout, FrameParams, GroupsParams, RankedParams,
+    FRAME_HEADER_BYTES, GROUP_LEN, MAX_FRAME_LEN,
+};
+use crate::kernels::{
+    choose_ranked, group_flagged, group_range, groups_forward, groups_inverse, groups_unflagged,
+    groups_width, load, ranked_code, store, unpack_range, Fields, FrameStats, PlaneReader,
+    PlaneWriter, Ranking, GROUPS_BASES, MAX_LEVELS, MAX_SYMBOLS,
+};
+
+/// Which exponent coding the writer wants.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Coding {
+    /// Per frame, the smallest of ranked, groups and stored.
+    #[default]
+    Auto,
+    /// The ENEC paper's groups coding (or stored where that is smaller).
+    Groups,
+    /// The ranked escape-level coding (or stored where that is smaller).
+    Ranked,
+}
+
+/// Elements decoded per step; sizes the decoder's stack scratch (`CHUNK * 8` bytes).
+const CHUNK: usize = 256;
+
+/// The most bytes one frame of `elements` elements can take (a stored frame).
+pub fn max_frame_bytes(dtype: Dtype, elements: usize) -> usize {
+    FRAME_HEADER_BYTES + pad32(elements * dtype.element_bytes())
+}
+
+/// Encodes one frame of whole elements (`input.len()` a multiple of the element size, at most
+/// 65,536 elements) into `out`, returning the bytes written. `out` needs room for the chosen
+/// frame; [`max_frame_bytes`] always suffices.
+pub fn encode_frame(
+    dtype: Dtype,
+    coding: Coding,
+    checksums: bool,
+    input: &[u8],
+    out: &mut [u8],
+) -> Result<usize> {
+    let eb = dtype.element_bytes();
+    if input.len() % eb != 0 {
+        return Err(Error::PartialElement {
+            len: input.len() as u64,
+            element_bytes: eb as u8,
+        });
+    }
+    let elements = input.len() / eb;
+    if elements == 0 || elements > MAX_FRAME_LEN {
+        return Err(Error::InvalidFrameLength(elements as u32));
+    }
+    match eb {
+        2 => encode_frame_impl::<2>(dtype, coding, checksums, input, elements, out),
+        _ => encode_frame_impl::<4>(dtype, coding, checksums, input, elements, out),
+    }
+}
+
+fn encode_frame_impl<const B: usize>(
+    dtype: Dtype,
+    coding: Coding,
+    checksums: bool,
+    input: &[u8],
+    elements: usize,
+    out: &mut [u8],
+) -> Result<usize> {
+    let stats = FrameStats::gather::<B>(input, elements, dtype);
+    let dead_bits = stats.dead_bits(dtype) as u8;
+    let size_of = |params: &FrameParams| FrameLayout::new(dtype, elements, dead_bits, params).bytes;
+
+    let stored = (FrameParams::Stored, max_frame_bytes(dtype, elements));
+    let ranking = Ranking::new(&stats.histogram, 1 << dtype.exponent_bits());
+    let ranked = (coding != Coding::Groups)
+        .then(|| choose_ranked_params(&ranking, elements, dtype, &size_of));
+    let groups = (coding != Coding::Ranked)
+        .then(|| choose_groups_params::<B>(input, &stats, dtype, &size_of));
+    // Ties: ranked, then groups, then stored (FORMAT.md 7.5).
+    let mut best = stored;
+    for candidate in [groups, ranked].into_iter().flatten() {
+        if candidate.1 <= best.1 {
+            best = candidate;
+        }
+    }
+    let (params, bytes) = best;
+    let dead_bits = if params == FrameParams::Stored {
+        0
+    } else {
+        dead_bits
+    };
+    let out = out.get_mut(..bytes).ok_or(Error::OutputTooSmall {
+        needed: bytes as u64,
+    })?;
+    out.fill(0);
+    let header = FrameHeader {
+        frame_bytes: bytes as u32,
+        checksum: if checksums { h32(input) } else { 0 },
+        elements: elements as u32,
+        dead_bits,
+        params,
+    };
+    out[..FRAME_HEADER_BYTES].copy_from_slice(&header.to_bytes());
+    let layout = FrameLayout::new(dtype, elements, dead_bits, &params);
+    let fields = Fields::new(dtype, dead_bits.into());
+    match params {
+        FrameParams::Stored => {
+            out[FRAME_HEADER_BYTES..FRAME_HEADER_BYTES + input.len()].copy_from_slice(input)
+        }
+        FrameParams::Ranked(r) => {
+            write_ranked::<B>(input, elements, &fields, &r, &ranking, &layout, out)
+        }
+        FrameParams::Groups(g) => write_groups::<B>(input, elements, &fields, &g, &layout, out),
+    }
+    Ok(bytes)
+}
+
+fn choose_ranked_params(
+    ranking: &Ranking,
+    elements: usize,
+    dtype: Dtype,
+    size_of: &impl Fn(&FrameParams) -> usize,
+) -> (FrameParams, usize) {
+    let (levels, widths, counts, bytes) = choose_ranked(
+        ranking,
+        elements,
+        dtype.exponent_bits(),
+        |levels, widths, counts| {
+            size_of(&FrameParams::Ranked(RankedParams {
+                levels,
+                widths,
+                counts,
+            }))
+        },
+    );
+    (
+        FrameParams::Ranked(RankedParams {
+            levels,
+            widths,
+            counts,
+        }),
+        bytes,
+    )
+}
+
+fn choose_groups_params<const B: usize>(
+    input: &[u8],
+    stats: &FrameStats,
+    dtype: Dtype,
+    size_of: &impl Fn(&FrameParams) -> usize,
+) -> (FrameParams, usize) {
+    let e = dtype.exponent_bits();
+    let elements = stats.elements;
+    let groups = elements.div_ceil(GROUP_LEN) as u32;
+    let (lo, hi) = stats.exponent_range();
+    let mode = stats.mode();
+    let first = lo.max(mode.saturating_sub(3));
+    let last = hi.min(mode + 8);
+    let candidates = (last - first + 1) as usize;
+    debug_assert!(candidates <= GROUPS_BASES);
+    let unflagged =
+        groups_unflagged::<B>(input, elements, &Fields::new(dtype, 0), first, candidates);
+    let mut best = (FrameParams::Stored, usize::MAX);
+    for (c, row) in unflagged.iter().enumerate().take(candidates) {
+        let base = first + c as u32;
+        let width = groups_width(base, lo, hi, e);
+        for low in 0..=width {
+            let flagged = if low == width {
+                0
+            } else {
+                groups - row[low as usize]
+            };
+            let params = FrameParams::Groups(GroupsParams {
+                base: base as u8,
+                width: width as u8,
+                low: low as u8,
+                flagged,
+            });
+            let bytes = size_of(&params);
+            if bytes < best.1 {
+                best = (params, bytes);
+            }
+        }
+    }
+    best
+}
+
+fn write_ranked<const B: usize>(
+    input: &[u8],
+    elements: usize,
+    fields: &Fields,
+    params: &RankedParams,
+    ranking: &Ranking,
+    layout: &FrameLayout,
+    out: &mut [u8],
+) {
+    let levels = usize::from(params.levels);
+    let starts = params.rank_starts();
+    let (table_at, table_len) = layout.table;
+    out[table_at..table_at + table_len].copy_from_slice(&ranking.order[..table_len]);
+    let mut residual = PlaneWriter::new(layout.residual);
+    let mut planes = layout.planes.map(PlaneWriter::new);
+    for i in 0..elements {
+        let (x, r) = fields.split(load::<B>(input, i));
+        residual.push(out, r);
+        let rank = usize::from(ranking.rank[x as usize]);
+        for (level, plane) in planes[..levels].iter_mut().enumerate() {
+            if let Some(code) = ranked_code(rank, level, &starts, &params.widths) {
+                plane.push(out, code);
+            }
+        }
+        if rank >= starts[levels] {
+            planes[levels].push(out, x);
+        }
+    }
+}
+
+fn write_groups<const B: usize>(
+    input: &[u8],
+    elements: usize,
+    fields: &Fields,
+    params: &GroupsParams,
+    layout: &FrameLayout,
+    out: &mut [u8],
+) {
+    let groups = elements.div_ceil(GROUP_LEN);
+    let (base, width, low) = (
+        u32::from(params.base),
+        u32::from(params.width),
+        u32::from(params.low),
+    );
+    let mut flags = FlagSet::new();
+    let mut flag_plane = PlaneWriter::new(layout.planes[0]);
+    for t in 0..groups {
+        let (gmin, gmax) = group_range::<B>(input, elements, groups, t, fields);
+        let flagged = low < width && group_flagged(gmin, gmax, base, low);
+        flags.set(t, flagged);
+        flag_plane.push(out, flagged.into());
+    }
+    let mut residual = PlaneWriter::new(layout.residual);
+    let mut low_plane = PlaneWriter::new(layout.planes[1]);
+    let mut high_plane = PlaneWriter::new(layout.planes[2]);
+    let mut t = 0;
+    for i in 0..GROUP_LEN * groups {
+        let y = if i < elements {
+            let (x, r) = fields.split(load::<B>(input, i));
+            residual.push(out, r);
+            groups_forward(x, base, width)
+        } else {
+            0
+        };
+        low_plane.push(out, y & ((1 << low) - 1));
+        if flags.get(t) {
+            high_plane.push(out, y >> low);
+        }
+        t += 1;
+        if t == groups {
+            t = 0;
+        }
+    }
+}
+
+/// One bit per group (at most 4,096 groups per frame).
+struct FlagSet([u64; MAX_FRAME_LEN / GROUP_LEN / 64]);
+
+impl FlagSet {
+    fn new() -> FlagSet {
+        FlagSet([0; MAX_FRAME_LEN / GROUP_LEN / 64])
+    }
+    #[inline(always)]
+    fn set(&mut self, t: usize, on: bool) {
+        self.0[t / 64] |= u64::from(on) << (t % 64);
+    }
+    #[inline(always)]
+    fn get(&self, t: usize) -> bool {
+        self.0[t / 64] >> (t % 64) & 1 != 0
+    }
+    fn count(&self) -> u32 {
+        self.0.iter().map(|w| w.count_ones()).sum()
+    }
+}
+
+/// Decodes frame `index` of a stream (`elements` is what the stream header says this frame
+/// holds) into the start of `out`. Returns the frame's size in bytes. `frame` may extend past the
+/// frame's end (the rest of the stream).
+pub fn decode_frame(
+    dtype: Dtype,
+    checksums: bool,
+    index: u32,
+    elements: usize,
+    frame: &[u8],
+    out: &mut [u8],
+) -> Result<usize> {
+    let corrupt = |reason| Error::CorruptFrame {
+        frame: index,
+        reason,
+    };
+    let header = FrameHeader::parse(frame, dtype, index)?;
+    if header.elements as usize != elements || elements == 0 {
+        return Err(corrupt("element count differs from the stream header's"));
+    }
+    let layout = FrameLayout::new(dtype, elements, header.dead_bits, &header.params);
+    if layout.bytes != header.frame_bytes as usize {
+        return Err(corrupt("frame size does not match its parameters"));
+    }
+    let frame = frame.get(..layout.bytes).ok_or(Error::Truncated {
+        needed: layout.bytes as u64,
+        available: frame.len() as u64,
+    })?;
+    if !checksums && header.checksum != 0 {
+        return Err(corrupt("checksum present in a stream without checksums"));
+    }
+    let bytes = elements * dtype.element_bytes();
+    let out = out.get_mut(..bytes).ok_or(Error::OutputTooSmall {
+        needed: bytes as u64,
+    })?;
+    let fields = Fields::new(dtype, header.dead_bits.into());
+    let result = match (header.params, dtype.element_bytes()) {
+        (FrameParams::Stored, _) => {
+            out.copy_from_slice(&frame[FRAME_HEADER_BYTES..FRAME_HEADER_BYTES + bytes]);
+            Ok(())
+        }
+        (FrameParams::Ranked(r), 2) => read_ranked::<2>(frame, &fields, &r, &layout, out),
+        (FrameParams::Ranked(r), _) => read_ranked::<4>(frame, &fields, &r, &layout, out),
+        (FrameParams::Groups(g), 2) => read_groups::<2>(frame, &fields, &g, &layout, out),
+        (FrameParams::Groups(g), _) => read_groups::<4>(frame, &fields, &g, &layout, out),
+    };
+    result.map_err(corrupt)?;
+    if checksums && h32(out) != header.checksum {
+        return Err(Error::ChecksumMismatch { frame: index });
+    }
+    Ok(layout.bytes)
+}
+
+fn read_ranked<const B: usize>(
+    frame: &[u8],
+    fields: &Fields,
+    params: &RankedParams,
+    layout: &FrameLayout,
+    out: &mut [u8],
+) -> core::result::Result<(), &'static str> {
+    let levels = usize::from(params.levels);
+    let starts = params.rank_starts();
+    let (table_at, table_len) = layout.table;
+    let mut table = [0u8; MAX_SYMBOLS];
+    table[..table_len].copy_from_slice(&frame[table_at..table_at + table_len]);
+    if table[..table_len]
+        .iter()
+        .any(|&x| u32::from(x) >> fields.e != 0)
+    {
+        return Err("symbol table entry exceeds the exponent width");
+    }
+    let escapes: [u32; MAX_LEVELS] = core::array::from_fn(|j| (1u32 << params.widths[j]) - 1);
+    // readers[j] reads level j (0-based) for j >= 1, and the exponent level at j = levels.
+    let mut readers = layout.planes.map(PlaneReader::new);
+    let elements = layout.residual.count;
+    let mut residual = [0u32; CHUNK];
+    let mut codes = [0u32; CHUNK];
+    for start in (0..elements).step_by(CHUNK) {
+        let len = CHUNK.min(elements - start);
+        unpack_range(frame, &layout.residual, start, &mut residual[..len]);
+        unpack_range(frame, &layout.planes[0], start, &mut codes[..len]);
+        for q in 0..len {
+            let mut code = codes[q];
+            let mut level = 0;
+            let x = loop {
+                if code < escapes[level] {
+                    break u32::from(table[starts[level] + code as usize]);
+                }
+                level += 1;
+                if level == levels {
+                    break readers[levels].next(frame);
+                }
+                code = readers[level].next(frame);
+            };
+            store::<B>(out, start + q, fields.merge(x, residual[q]));
+        }
+    }
+    for reader in &readers[1..=levels] {
+        if reader.overran() || reader.consumed() != reader.count() {
+            return Err("escape counts do not match the level planes");
+        }
+    }
+    Ok(())
+}
+
+fn read_groups<const B: usize>(
+    frame: &[u8],
+    fields: &Fields,
+    params: &GroupsParams,
+    layout: &FrameLayout,
+    out: &mut [u8],
+) -> core::result::Result<(), &'static str> {
+    let (base, width, low) = (
+        u32::from(params.base),
+        u32::from(params.width),
+        u32::from(params.low),
+    );
+    let elements = layout.residual.count;
+    let groups = layout.planes[0].count;
+    let mut flags = FlagSet::new();
+    let mut bits = [0u32; CHUNK];
+    for start in (0..groups).step_by(CHUNK) {
+        let len = CHUNK.min(groups - start);
+        unpack_range(frame, &layout.planes[0], start, &mut bits[..len]);
+        for (q, &bit) in bits[..len].iter().enumerate() {
+            flags.set(start + q, bit != 0);
+        }
+    }
+    if flags.count() != params.flagged {
+        return Err("flag count differs from the header's");
+    }
+    let mut high = PlaneReader::new(layout.planes[2]);
+    let mut residual = [0u32; CHUNK];
+    let mut lows = [0u32; CHUNK];
+    let mut t = 0;
+    for start in (0..elements).step_by(CHUNK) {
+        let len = CHUNK.min(elements - start);
+        unpack_range(frame, &layout.residual, start, &mut residual[..len]);
+        unpack_range(frame, &layout.planes[1], start, &mut lows[..len]);
+        for q in 0..len {
+            let high_bits = if flags.get(t) {
+                high.next(frame) << low
+            } else {
+                0
+            };
+            let x = groups_inverse(lows[q] | high_bits, base, width, fields.e);
+            store::<B>(out, start + q, fields.merge(x, residual[q]));
+            t += 1;
+            if t == groups {
+                t = 0;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,542 @@
+//! The block kernels: the whole per-frame algorithm as small pure functions over slices.
+//!
+//! Read this file top to bottom to see the codec: element fields (split/merge), bit planes
+//! (hierarchical-halving packing), the two exponent codings (`groups`: the ENEC paper's linear
+//! transform and interleaved groups; `ranked`: frequency-ranked symbols with escape levels), and
+//! the statistics from which the encoder chooses each frame's parameters. The frame layer
+//! (`frame.rs`) only sequences these calls; the device kernels in `ffi/` mirror them by name.
+//!
+//! Nothing here allocates; scratch is a few fixed arrays on the stack (the largest is 256 `u32`).
+
+use crate::format::{pad32, Dtype};
+
+/// Most escape levels of the `ranked` coding.
+pub const MAX_LEVELS: usize = 3;
+/// Largest exponent alphabet (8 exponent bits).
+pub const MAX_SYMBOLS: usize = 256;
+
+// ---------------------------------------------------------------------------------------------
+// Element fields
+// ---------------------------------------------------------------------------------------------
+
+/// How an element splits into exponent and residual (sign and the live mantissa bits).
+#[derive(Clone, Copy, Debug)]
+pub struct Fields {
+    /// Exponent bits `E`.
+    pub e: u32,
+    /// Mantissa bits `M`.
+    pub m: u32,
+    /// Dead low mantissa bits `k` (not stored).
+    pub k: u32,
+}
+
+impl Fields {
+    /// Fields of `dtype` with `k` dead bits.
+    pub fn new(dtype: Dtype, k: u32) -> Fields {
+        Fields {
+            e: dtype.exponent_bits(),
+            m: dtype.mantissa_bits(),
+            k,
+        }
+    }
+
+    /// Width of the residual: sign plus live mantissa bits.
+    #[inline(always)]
+    pub fn residual_bits(&self) -> u32 {
+        1 + self.m - self.k
+    }
+
+    /// Splits an element into (exponent, residual).
+    #[inline(always)]
+    pub fn split(&self, u: u32) -> (u32, u32) {
+        let x = (u >> self.m) & ((1 << self.e) - 1);
+        let sign = u >> (self.e + self.m);
+        let mant = u & ((1 << self.m) - 1);
+        (x, (sign << (self.m - self.k)) | (mant >> self.k))
+    }
+
+    /// Joins an exponent and a residual back into an element.
+    #[inline(always)]
+    pub fn merge(&self, x: u32, r: u32) -> u32 {
+        let live = self.m - self.k;
+        ((r >> live) << (self.e + self.m)) | (x << self.m) | ((r & ((1 << live) - 1)) << self.k)
+    }
+}
+
+/// Reads element `i` of a little-endian array of `B`-byte elements (2 or 4).
+#[inline(always)]
+pub fn load<const B: usize>(bytes: &[u8], i: usize) -> u32 {
+    let b = &bytes[B * i..B * i + B];
+    if B == 2 {
+        u32::from(u16::from_le_bytes([b[0], b[1]]))
+    } else {
+        u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    }
+}
+
+/// Writes element `i` of a little-endian array of `B`-byte elements (2 or 4).
+#[inline(always)]
+pub fn store<const B: usize>(bytes: &mut [u8], i: usize, u: u32) {
+    bytes[B * i..B * i + B].copy_from_slice(&u.to_le_bytes()[..B]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bit planes (FORMAT.md 4.5)
+// ---------------------------------------------------------------------------------------------
+
+/// One power-of-two-wide slice of a plane: field `i` sits in u16 word `i mod words` at bit
+/// `(i div words) * bits`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SubPlane {
+    /// Byte offset of the first word from the frame start.
+    pub offset: usize,
+    /// Number of u16 words `W = ceil(count * bits / 16)`.
+    pub words: usize,
+    /// Field width `p` (1, 2, 4, 8 or 16).
+    pub bits: u32,
+    /// Position `o` of this field inside the plane's values.
+    pub shift: u32,
+}
+
+/// A plane of `count` values of `width` bits, stored as one sub-plane per set bit of `width`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Plane {
+    /// Sub-planes, ascending width; `subs[..len]` are used.
+    pub subs: [SubPlane; 5],
+    /// Number of sub-planes.
+    pub len: usize,
+    /// Number of values.
+    pub count: usize,
+    /// Value width in bits (0..=24).
+    pub width: u32,
+    /// Offset just past the last sub-plane's padding.
+    end: usize,
+}
+
+impl Plane {
+    /// The plane of `count` `width`-bit values starting at byte `offset` (a multiple of 32).
+    pub fn at(offset: usize, width: u32, count: usize) -> Plane {
+        let mut plane = Plane {
+            count,
+            width,
+            end: offset,
+            ..Plane::default()
+        };
+        for bits in [1u32, 2, 4, 8, 16] {
+            if width & bits != 0 {
+                let words = (count * bits as usize).div_ceil(16);
+                plane.subs[plane.len] = SubPlane {
+                    offset: plane.end,
+                    words,
+                    bits,
+                    shift: width & (bits - 1),
+                };
+                plane.len += 1;
+                plane.end += pad32(2 * words);
+            }
+        }
+        plane
+    }
+
+    /// Byte offset just past this plane.
+    pub fn end(&self) -> usize {
+        self.end
+    }
+
+    /// Bytes the plane occupies, padding included.
+    pub fn bytes(width: u32, count: usize) -> usize {
+        Plane::at(0, width, count).end
+    }
+
+    fn subs(&self) -> &[SubPlane] {
+        &self.subs[..self.len]
+    }
+}
+
+#[inline(always)]
+fn word(frame: &[u8], offset: usize, j: usize) -> u16 {
+    u16::from_le_bytes([frame[offset + 2 * j], frame[offset + 2 * j + 1]])
+}
+
+#[inline(always)]
+fn or_word(frame: &mut [u8], offset: usize, j: usize, v: u16) {
+    let w = word(frame, offset, j) | v;
+    frame[offset + 2 * j..offset + 2 * j + 2].copy_from_slice(&w.to_le_bytes());
+}
+
+/// Hierarchical halving on 16-bit lanes: packs `lanes.len()` fields of `bits` bits into the first
+/// `lanes.len() * bits / 16` lanes, field `i` landing in lane `i mod W` at bit `(i div W) * bits`.
+/// Every round ORs the upper half onto the lower half with one shift, so it vectorizes as whole
+/// registers; `lanes.len()` must be `W * 16 / bits` with `W` a multiple of... any `W >= 1`.
+/// This is the reference the sequential [`PlaneWriter`] and the device kernels must agree with.
+pub fn pack_halving(lanes: &mut [u16], bits: u32) -> usize {
+    let mut len = lanes.len();
+    let words = len * bits as usize / 16;
+    while len > words {
+        let half = len / 2;
+        let shift = (half / words) as u32 * bits;
+        for i in 0..half {
+            lanes[i] |= lanes[i + half] << shift;
+        }
+        len = half;
+    }
+    words
+}
+
+/// Writes the values of one plane in order (the scatter form of hierarchical halving). The
+/// plane's bytes must be zero beforehand.
+pub struct PlaneWriter {
+    plane: Plane,
+    /// Per sub-plane: next word and bit position.
+    cursor: [(usize, u32); 5],
+}
+
+impl PlaneWriter {
+    /// A writer for `plane`, starting at value 0.
+    pub fn new(plane: Plane) -> PlaneWriter {
+        PlaneWriter {
+            plane,
+            cursor: [(0, 0); 5],
+        }
+    }
+
+    /// Appends the next value (`< 2^width`).
+    #[inline(always)]
+    pub fn push(&mut self, frame: &mut [u8], value: u32) {
+        for (sub, (j, bit)) in self.plane.subs().iter().zip(self.cursor.iter_mut()) {
+            let field = (value >> sub.shift) & ((1 << sub.bits) - 1);
+            or_word(frame, sub.offset, *j, (field << *bit) as u16);
+            *j += 1;
+            if *j == sub.words {
+                *j = 0;
+                *bit += sub.bits;
+            }
+        }
+    }
+}
+
+/// Reads values `start..start + out.len()` of a plane into `out` (contiguous words, one constant
+/// shift per run: the loop the compiler vectorizes). The caller guarantees the range is inside
+/// the plane and the plane inside `frame`.
+pub fn unpack_range(frame: &[u8], plane: &Plane, start: usize, out: &mut [u32]) {
+    out.fill(0);
+    for sub in plane.subs() {
+        let mask = (1u32 << sub.bits) - 1;
+        let (mut j, mut bit) = (start % sub.words, (start / sub.words) as u32 * sub.bits);
+        let mut done = 0;
+        while done < out.len() {
+            let run = (sub.words - j).min(out.len() - done);
+            let words = &frame[sub.offset + 2 * j..sub.offset + 2 * (j + run)];
+            for (o, w) in out[done..done + run].iter_mut().zip(words.chunks_exact(2)) {
+                let w = u32::from(u16::from_le_bytes([w[0], w[1]]));
+                *o |= ((w >> bit) & mask) << sub.shift;
+            }
+            done += run;
+            j = 0;
+            bit += sub.bits;
+        }
+    }
+}
+
+/// Reads the values of one plane in order, one at a time (for the compacted escape planes).
+/// Reading past `count` yields 0 and is reported by [`PlaneReader::overran`].
+pub struct PlaneReader {
+    plane: Plane,
+    cursor: [(usize, u32); 5],
+    next: usize,
+}
+
+impl PlaneReader {
+    /// A reader of `plane` at value 0.
+    pub fn new(plane: Plane) -> PlaneReader {
+        PlaneReader {
+            plane,
+            cursor: [(0, 0); 5],
+            next: 0,
+        }
+    }
+
+    /// The next value.
+    #[inline(always)]
+    pub fn next(&mut self, frame: &[u8]) -> u32 {
+        if self.next >= self.plane.count {
+            self.next = self.plane.count + 1;
+            return 0;
+        }
+        self.next += 1;
+        let mut v = 0;
+        for (sub, (j, bit)) in self.plane.subs().iter().zip(self.cursor.iter_mut()) {
+            let field = (u32::from(word(frame, sub.offset, *j)) >> *bit) & ((1 << sub.bits) - 1);
+            v |= field << sub.shift;
+            *j += 1;
+            if *j == sub.words {
+                *j = 0;
+                *bit += sub.bits;
+            }
+        }
+        v
+    }
+
+    /// Values the plane holds.
+    pub fn count(&self) -> usize {
+        self.plane.count
+    }
+
+    /// Values read so far.
+    pub fn consumed(&self) -> usize {
+        self.next.min(self.plane.count)
+    }
+
+    /// Whether more values were asked for than the plane holds.
+    pub fn overran(&self) -> bool {
+        self.next > self.plane.count
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics (one pass over a frame)
+// ---------------------------------------------------------------------------------------------
+
+/// What the encoder learns about a frame in its first pass.
+#[derive(Clone, Debug)]
+pub struct FrameStats {
+    /// Exponent histogram.
+    pub histogram: [u32; MAX_SYMBOLS],
+    /// OR of every element's mantissa.
+    pub mantissa_or: u32,
+    /// Elements.
+    pub elements: usize,
+}
+
+impl FrameStats {
+    /// Histogram and mantissa OR of a frame.
+    pub fn gather<const B: usize>(frame: &[u8], elements: usize, dtype: Dtype) -> FrameStats {
+        let fields = Fields::new(dtype, 0);
+        let mut stats = FrameStats {
+            histogram: [0; MAX_SYMBOLS],
+            mantissa_or: 0,
+            elements,
+        };
+        for i in 0..elements {
+            let u = load::<B>(frame, i);
+            let (x, _) = fields.split(u);
+            stats.histogram[x as usize] += 1;
+            stats.mantissa_or |= u;
+        }
+        stats.mantissa_or &= (1 << fields.m) - 1;
+        stats
+    }
+
+    /// Dead low mantissa bits: trailing zeros of the mantissa OR, at most `M`.
+    pub fn dead_bits(&self, dtype: Dtype) -> u32 {
+        self.mantissa_or.trailing_zeros().min(dtype.mantissa_bits())
+    }
+
+    /// Smallest and largest exponent present.
+    pub fn exponent_range(&self) -> (u32, u32) {
+        let lo = self.histogram.iter().position(|&c| c > 0).unwrap_or(0);
+        let hi = self.histogram.iter().rposition(|&c| c > 0).unwrap_or(0);
+        (lo as u32, hi as u32)
+    }
+
+    /// Most frequent exponent (the smallest on ties).
+    pub fn mode(&self) -> u32 {
+        let mut best = 0;
+        for (x, &c) in self.histogram.iter().enumerate() {
+            if c > self.histogram[best] {
+                best = x;
+            }
+        }
+        best as u32
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The `ranked` coding: frequency-ranked exponents, escape levels of fixed width
+// ---------------------------------------------------------------------------------------------
+
+/// Ranking of the exponent alphabet: `order[r]` is the exponent of rank `r` (count descending,
+/// value ascending on ties) and `rank[x]` its inverse.
+#[derive(Clone, Debug)]
+pub struct Ranking {
+    /// Exponent of each rank.
+    pub order: [u8; MAX_SYMBOLS],
+    /// Rank of each exponent.
+    pub rank: [u16; MAX_SYMBOLS],
+    /// `covered[s]`: elements whose rank is below `s` (`s` in `0..=alphabet`).
+    pub covered: [u32; MAX_SYMBOLS + 1],
+}
+
+impl Ranking {
+    /// Ranks the `alphabet` exponent values by their counts in `histogram`.
+    pub fn new(histogram: &[u32; MAX_SYMBOLS], alphabet: usize) -> Ranking {
+        let mut order = [0u8; MAX_SYMBOLS];
+        for (x, o) in order.iter_mut().enumerate() {
+            *o = x as u8;
+        }
+        // Insertion sort: stable, so ties keep ascending value order; at most 256 entries.
+        let order_slice = &mut order[..alphabet];
+        for i in 1..order_slice.len() {
+            let mut j = i;
+            while j > 0
+                && histogram[order_slice[j - 1] as usize] < histogram[order_slice[j] as usize]
+            {
+                order_slice.swap(j - 1, j);
+                j -= 1;
+            }
+        }
+        let mut rank = [0u16; MAX_SYMBOLS];
+        let mut covered = [0u32; MAX_SYMBOLS + 1];
+        for (r, &x) in order[..alphabet].iter().enumerate() {
+            rank[x as usize] = r as u16;
+            covered[r + 1] = covered[r] + histogram[x as usize];
+        }
+        for s in alphabet + 1..=MAX_SYMBOLS {
+            covered[s] = covered[alphabet];
+        }
+        Ranking {
+            order,
+            rank,
+            covered,
+        }
+    }
+}
+
+/// The ranked parameters that minimise `size(levels, widths, counts)` over `L = 1..=3` and
+/// widths in `1..=E` (lexicographic order, first minimum wins; FORMAT.md 7.2). Returns the
+/// widths, the counts `c2..c4` and the size.
+pub fn choose_ranked(
+    ranking: &Ranking,
+    elements: usize,
+    e: u32,
+    mut size: impl FnMut(u8, [u8; MAX_LEVELS], [u32; MAX_LEVELS]) -> usize,
+) -> (u8, [u8; MAX_LEVELS], [u32; MAX_LEVELS], usize) {
+    let alphabet = 1usize << e;
+    let mut best = (0u8, [0u8; MAX_LEVELS], [0u32; MAX_LEVELS], usize::MAX);
+    for levels in 1..=MAX_LEVELS {
+        // Width tuples in lexicographic order: the digits of `index` in base E, plus one.
+        for index in 0..(e as usize).pow(levels as u32) {
+            let mut widths = [0u8; MAX_LEVELS];
+            let mut rest = index;
+            for j in (0..levels).rev() {
+                widths[j] = (rest % e as usize) as u8 + 1;
+                rest /= e as usize;
+            }
+            // counts c(j+1) for j = 1..=L: elements whose rank is at least S_j.
+            let mut counts = [0u32; MAX_LEVELS];
+            let mut start = 0usize;
+            for j in 0..levels {
+                start += (1usize << widths[j]) - 1;
+                counts[j] = elements as u32 - ranking.covered[start.min(alphabet)];
+            }
+            if start > alphabet {
+                continue;
+            }
+            let s = size(levels as u8, widths, counts);
+            if s < best.3 {
+                best = (levels as u8, widths, counts, s);
+            }
+        }
+    }
+    best
+}
+
+/// The code level `j` (0-based) writes for an element of rank `rank`, or `None` if the element
+/// was resolved at an earlier level. `starts` are `S_0..S_L`, `widths` the code widths.
+#[inline(always)]
+pub fn ranked_code(rank: usize, level: usize, starts: &[usize], widths: &[u8]) -> Option<u32> {
+    if rank < starts[level] {
+        return None;
+    }
+    let escape = (1usize << widths[level]) - 1;
+    Some((rank - starts[level]).min(escape) as u32)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The `groups` coding: y = (b - x) mod 2^n, interleaved groups of 16, two bit widths
+// ---------------------------------------------------------------------------------------------
+
+/// Forward transform `y = (b - x) mod 2^n`.
+#[inline(always)]
+pub fn groups_forward(x: u32, base: u32, n: u32) -> u32 {
+    base.wrapping_sub(x) & ((1 << n) - 1)
+}
+
+/// Inverse transform `x = (b - sext_n(y)) mod 2^E`, branch-free.
+#[inline(always)]
+pub fn groups_inverse(y: u32, base: u32, n: u32, e: u32) -> u32 {
+    let half = 1u32 << (n - 1);
+    let signed = (y ^ half).wrapping_sub(half); // sign-extends the n-bit y (mod 2^32)
+    base.wrapping_sub(signed) & ((1 << e) - 1)
+}
+
+/// Smallest `n` in `1..=E` whose window `[b - 2^(n-1) + 1, b + 2^(n-1)]` holds `lo..=hi`
+/// (or `E`, which holds everything modulo `2^E`).
+pub fn groups_width(base: u32, lo: u32, hi: u32, e: u32) -> u32 {
+    (1..e)
+        .find(|&n| {
+            let half = 1i64 << (n - 1);
+            i64::from(base) - half < i64::from(lo) && i64::from(hi) <= i64::from(base) + half
+        })
+        .unwrap_or(e)
+}
+
+/// Whether a group needs its high bits: some element outside `(b - 2^m, b]` (only for `m < n`).
+#[inline(always)]
+pub fn group_flagged(gmin: u32, gmax: u32, base: u32, low: u32) -> bool {
+    gmax > base || i64::from(gmin) <= i64::from(base) - (1i64 << low)
+}
+
+/// Number of base candidates of the groups search: `b` in `mode - 3 ..= mode + 8`.
+pub const GROUPS_BASES: usize = 12;
+
+/// Per group of frame elements `t, t + G, t + 2G, ...`: smallest and largest exponent.
+#[inline(always)]
+pub fn group_range<const B: usize>(
+    frame: &[u8],
+    elements: usize,
+    groups: usize,
+    t: usize,
+    fields: &Fields,
+) -> (u32, u32) {
+    let (mut gmin, mut gmax) = (u32::MAX, 0);
+    let mut i = t;
+    while i < elements {
+        let (x, _) = fields.split(load::<B>(frame, i));
+        gmin = gmin.min(x);
+        gmax = gmax.max(x);
+        i += groups;
+    }
+    (gmin, gmax)
+}
+
+/// For each base candidate `b = first + c` and each low width `m`, the number of groups that
+/// are *not* flagged: `unflagged[c][m]`. One pass over the groups' exponent ranges.
+pub fn groups_unflagged<const B: usize>(
+    frame: &[u8],
+    elements: usize,
+    fields: &Fields,
+    first: u32,
+    candidates: usize,
+) -> [[u32; 9]; GROUPS_BASES] {
+    let groups = elements.div_ceil(16);
+    let mut needed = [[0u32; 9]; GROUPS_BASES];
+    for t in 0..groups {
+        let (gmin, gmax) = group_range::<B>(frame, elements, groups, t, fields);
+        for (c, row) in needed.iter_mut().enumerate().take(candidates) {
+            let base = first + c as u32;
+            if gmax <= base {
+                // Smallest m with base - gmin < 2^m.
+                let m = 32 - (base - gmin).leading_zeros();
+                row[m.min(8) as usize] += u32::from(m <= 8);
+            }
+        }
+    }
+    // Cumulative: a group needing m bits is unflagged for every larger m.
+    for row in needed.iter_mut() {
+        for m in 1..9 {
+            row[m] += row[m - 1];
+        }
+    }
+    needed
+}

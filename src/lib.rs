@@ -1,0 +1,50 @@
+//! # enec: lossless compression of AI model weights
+//!
+//! bf16, fp16 and fp32 tensors are cut into frames; in each frame the exponents (where the
+//! redundancy of float weights lives) are coded with fixed-length bit planes, and the sign and
+//! mantissa bits are stored as they are. Decoding is a handful of shifts, masks, one prefix count
+//! and a table lookup per element: branch-free enough to vectorize on a CPU and to run as an
+//! accelerator kernel. The byte format is specified in `FORMAT.md` and versioned.
+//!
+//! The core is `#![no_std]` and never allocates: the encoder and decoder work between caller
+//! slices with at most a few kilobytes of stack.
+//!
+//! ```
+//! use enec::{decode, encode, max_encoded_size, read_header, Dtype, EncodeOptions};
+//!
+//! let weights: Vec<half::bf16> = (0..5000).map(|i| half::bf16::from_f32((i as f32).sin() * 0.02)).collect();
+//! let input: &[u8] = bytemuck::cast_slice(&weights);
+//! let options = EncodeOptions::new(Dtype::Bf16);
+//! let mut stream = vec![0u8; max_encoded_size(&options, input.len())?];
+//! let len = encode(&options, input, &mut stream)?;
+//! assert!(len < input.len());
+//!
+//! let info = read_header(&stream[..len])?;
+//! assert_eq!(info.element_count, 5000);
+//! let mut restored = vec![0u8; info.decoded_bytes() as usize];
+//! decode(&stream[..len], &mut restored)?;
+//! assert_eq!(restored, input);
+//! # Ok::<(), enec::Error>(())
+//! ```
+#![no_std]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+#[cfg(feature = "std")]
+extern crate std;
+
+pub mod checksum;
+mod error;
+pub mod format;
+pub mod frame;
+pub mod kernels;
+mod stream;
+mod typed;
+
+pub use error::{Error, Result};
+pub use format::{max_encoded_len, Dtype, FrameCoding, StreamInfo};
+pub use frame::Coding;
+pub use stream::{
+    decode, encode, frames, max_encoded_size, read_header, EncodeOptions, FrameInfo, Frames,
+};
+pub use typed::{decode_bf16, decode_f16, decode_f32, encode_bf16, encode_f16, encode_f32};

@@ -1,0 +1,224 @@
+//! Whole streams in one call, between caller slices (FORMAT.md sections 1 and 3).
+
+use crate::error::{Error, Result};
+use crate::format::{
+    max_encoded_len, Dtype, FrameCoding, FrameHeader, StreamInfo, DEFAULT_FRAME_LOG2,
+    STREAM_HEADER_BYTES,
+};
+use crate::frame::{decode_frame, encode_frame, Coding};
+
+/// What the writer chooses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct EncodeOptions {
+    /// Element type of the input.
+    pub dtype: Dtype,
+    /// Frame length as a power of two, 10..=16 (1,024 to 65,536 elements; default 14: 16,384).
+    pub frame_log2: u8,
+    /// Exponent coding (default: auto, the smallest per frame).
+    pub coding: Coding,
+    /// Store a checksum of every frame's decoded bytes (default: on).
+    pub checksums: bool,
+}
+
+impl EncodeOptions {
+    /// Defaults for `dtype`: 16,384-element frames, automatic coding, checksums on.
+    pub const fn new(dtype: Dtype) -> EncodeOptions {
+        EncodeOptions {
+            dtype,
+            frame_log2: DEFAULT_FRAME_LOG2,
+            coding: Coding::Auto,
+            checksums: true,
+        }
+    }
+
+    /// With a frame length of `elements` (a power of two, 1,024 ..= 65,536).
+    pub fn frame_len(self, elements: u32) -> Result<EncodeOptions> {
+        if !elements.is_power_of_two() || !(1024..=65536).contains(&elements) {
+            return Err(Error::InvalidFrameLength(elements));
+        }
+        Ok(EncodeOptions {
+            frame_log2: elements.trailing_zeros() as u8,
+            ..self
+        })
+    }
+
+    /// With this coding.
+    pub const fn coding(self, coding: Coding) -> EncodeOptions {
+        EncodeOptions { coding, ..self }
+    }
+
+    /// With checksums on or off.
+    pub const fn checksums(self, on: bool) -> EncodeOptions {
+        EncodeOptions {
+            checksums: on,
+            ..self
+        }
+    }
+}
+
+/// The largest stream [`encode`] can write for `input_bytes` bytes of input with `options`.
+pub fn max_encoded_size(options: &EncodeOptions, input_bytes: usize) -> Result<usize> {
+    let eb = options.dtype.element_bytes();
+    if input_bytes % eb != 0 {
+        return Err(Error::PartialElement {
+            len: input_bytes as u64,
+            element_bytes: eb as u8,
+        });
+    }
+    max_encoded_len(options.dtype, (input_bytes / eb) as u64, options.frame_log2)
+}
+
+/// Encodes `input` (little-endian elements of `options.dtype`) into `out` and returns the stream
+/// length. An `out` of [`max_encoded_size`] bytes always suffices.
+pub fn encode(options: &EncodeOptions, input: &[u8], out: &mut [u8]) -> Result<usize> {
+    let eb = options.dtype.element_bytes();
+    let bound = max_encoded_size(options, input.len())?;
+    let info = StreamInfo::new(
+        options.dtype,
+        options.frame_log2,
+        options.checksums,
+        (input.len() / eb) as u64,
+    )?;
+    let too_small = Error::OutputTooSmall {
+        needed: bound as u64,
+    };
+    out.get_mut(..STREAM_HEADER_BYTES)
+        .ok_or(too_small)?
+        .copy_from_slice(&info.to_bytes());
+    let mut at = STREAM_HEADER_BYTES;
+    for frame in input.chunks(info.frame_len() * eb) {
+        let dst = out.get_mut(at..).ok_or(too_small)?;
+        at += encode_frame(options.dtype, options.coding, options.checksums, frame, dst).map_err(
+            |e| match e {
+                Error::OutputTooSmall { .. } => too_small,
+                other => other,
+            },
+        )?;
+    }
+    Ok(at)
+}
+
+/// Reads the stream header: dtype, element count, frame length and count, checksums.
+pub fn read_header(stream: &[u8]) -> Result<StreamInfo> {
+    StreamInfo::parse(stream)
+}
+
+/// Decodes a whole stream into `out` (which needs [`StreamInfo::decoded_bytes`] bytes) and
+/// returns the decoded length. The stream must end exactly after its last frame.
+pub fn decode(stream: &[u8], out: &mut [u8]) -> Result<usize> {
+    let info = StreamInfo::parse(stream)?;
+    let total = usize::try_from(info.decoded_bytes()).map_err(|_| Error::TooLarge)?;
+    let out = out.get_mut(..total).ok_or(Error::OutputTooSmall {
+        needed: total as u64,
+    })?;
+    let frame_out = info.frame_len() * info.dtype.element_bytes();
+    let mut at = STREAM_HEADER_BYTES;
+    for (index, dst) in (0..info.frame_count).zip(out.chunks_mut(frame_out)) {
+        let frame = stream.get(at..).unwrap_or(&[]);
+        let elements = info.frame_elements(index);
+        at +=
+            decode_frame(info.dtype, info.checksums, index, elements, frame, dst).map_err(|e| {
+                match e {
+                    Error::Truncated { needed, .. } => Error::Truncated {
+                        needed: (at as u64).saturating_add(needed),
+                        available: stream.len() as u64,
+                    },
+                    other => other,
+                }
+            })?;
+    }
+    if stream.len() > at {
+        return Err(Error::TrailingData {
+            extra: (stream.len() - at) as u64,
+        });
+    }
+    Ok(total)
+}
+
+/// Where a frame lies in a stream, read from its header alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct FrameInfo {
+    /// Frame number, from 0.
+    pub index: u32,
+    /// Byte offset of the frame in the stream.
+    pub offset: usize,
+    /// Size of the frame in bytes.
+    pub bytes: usize,
+    /// Elements in the frame.
+    pub elements: usize,
+    /// Coding of the frame.
+    pub coding: FrameCoding,
+}
+
+/// Iterates over a stream's frames by their headers without decoding them (for parallel
+/// decoders and `info` tools). Stops after the first error.
+pub fn frames(stream: &[u8]) -> Result<Frames<'_>> {
+    let info = StreamInfo::parse(stream)?;
+    Ok(Frames {
+        stream,
+        info,
+        index: 0,
+        offset: STREAM_HEADER_BYTES,
+        failed: false,
+    })
+}
+
+/// Iterator returned by [`frames`].
+pub struct Frames<'a> {
+    stream: &'a [u8],
+    info: StreamInfo,
+    index: u32,
+    offset: usize,
+    failed: bool,
+}
+
+impl Frames<'_> {
+    /// The stream header.
+    pub fn info(&self) -> &StreamInfo {
+        &self.info
+    }
+}
+
+impl Iterator for Frames<'_> {
+    type Item = Result<FrameInfo>;
+
+    fn next(&mut self) -> Option<Result<FrameInfo>> {
+        if self.failed || self.index >= self.info.frame_count {
+            return None;
+        }
+        let rest = self.stream.get(self.offset..).unwrap_or(&[]);
+        let result = FrameHeader::parse(rest, self.info.dtype, self.index).and_then(|h| {
+            let bytes = h.frame_bytes as usize;
+            let elements = self.info.frame_elements(self.index);
+            if h.elements as usize != elements || bytes < 32 || bytes % 32 != 0 {
+                return Err(Error::CorruptFrame {
+                    frame: self.index,
+                    reason: "frame header inconsistent",
+                });
+            }
+            if rest.len() < bytes {
+                return Err(Error::Truncated {
+                    needed: (self.offset + bytes) as u64,
+                    available: self.stream.len() as u64,
+                });
+            }
+            Ok(FrameInfo {
+                index: self.index,
+                offset: self.offset,
+                bytes,
+                elements,
+                coding: h.params.coding(),
+            })
+        });
+        match &result {
+            Ok(f) => {
+                self.offset += f.bytes;
+                self.index += 1;
+            }
+            Err(_) => self.failed = true,
+        }
+        Some(result)
+    }
+}
