@@ -34,6 +34,7 @@
 extern crate std;
 
 pub mod checksum;
+pub mod container;
 mod error;
 pub mod format;
 pub mod frame;
