@@ -1,0 +1,183 @@
+//! Arbitrary bytes into every decoding entry point: the one-shot `decode`, `frames()` and
+//! `frame::decode_frame` (and the streaming decoder once it exists).
+//!
+//! Never a panic, no out-of-bounds access, no allocation, bounded time (libFuzzer's -timeout);
+//! on success, the output equals an independent second decode, frame-by-frame decoding agrees,
+//! and re-encoding the output gives a stream that decodes to it again.
+//!
+//! The input is tried twice: as it is, and with its stream-header check recomputed, so that
+//! mutations of the header fields get past the check and reach the code behind it.
+#![no_main]
+
+use enec::frame::decode_frame;
+use enec::{decode, encode, frames, read_header, EncodeOptions, Error};
+use enec_fuzz::{fix_header_check, no_alloc, prefilled, seed_of, Bytes};
+use libfuzzer_sys::fuzz_target;
+
+/// Largest output the target allocates (larger claims must fail with `OutputTooSmall`).
+const MAX_OUT: usize = 1 << 22;
+
+fuzz_target!(|input: &[u8]| {
+    let seed = seed_of(input);
+    check_stream(input, seed);
+    let mut fixed = input.to_vec();
+    if fix_header_check(&mut fixed) && fixed != input {
+        check_stream(&fixed, seed);
+    }
+    check_frame(input);
+});
+
+fn check_stream(stream: &[u8], seed: u64) {
+    let header = no_alloc("read_header", || read_header(stream));
+    let total = header
+        .as_ref()
+        .ok()
+        .and_then(|info| usize::try_from(info.decoded_bytes()).ok());
+
+    // frames(): never panics, offsets move forward inside the stream, stops after an error.
+    if let Ok(iter) = no_alloc("frames", || frames(stream)) {
+        let info = *iter.info();
+        let mut next = 32usize;
+        let mut n = 0u32;
+        let mut failed = false;
+        no_alloc("frames iteration", || {
+            for f in iter {
+                assert!(!failed, "frames() continued after an error");
+                match f {
+                    Ok(f) => {
+                        assert_eq!(f.index, n);
+                        assert_eq!(f.offset, next);
+                        assert!(f.bytes >= 32 && f.bytes % 32 == 0);
+                        assert!(f.offset + f.bytes <= stream.len());
+                        assert_eq!(f.elements, info.frame_elements(n));
+                        next += f.bytes;
+                        n += 1;
+                    }
+                    Err(_) => failed = true,
+                }
+            }
+        });
+        assert!(n <= info.frame_count);
+    }
+
+    // A buffer too small by one byte must fail (never write past it: the slice is exact).
+    if let Some(total) = total.filter(|&t| t > 0 && t <= MAX_OUT) {
+        let mut small = vec![0u8; total - 1];
+        let r = no_alloc("decode (short output)", || decode(stream, &mut small));
+        assert!(r.is_err(), "decoded {total} bytes into {} bytes", total - 1);
+    }
+
+    let cap = total.map_or(64, |t| t.min(MAX_OUT));
+    // Room past the end to see that the decoder writes only its `total` bytes.
+    let slack = 16;
+    let fill_a = prefilled(cap + slack, 0, seed);
+    let mut a = fill_a.clone();
+    let result = no_alloc("decode", || decode(stream, &mut a));
+    assert!(
+        a[cap.min(total.unwrap_or(0))..] == fill_a[cap.min(total.unwrap_or(0))..],
+        "decode wrote past the decoded length"
+    );
+    let Ok(n) = result else {
+        return;
+    };
+    let info = header.expect("decode succeeded, so the header parsed");
+    assert_eq!(
+        Some(n),
+        total,
+        "decode returned a length other than the header's"
+    );
+    let out = &a[..n];
+
+    // Independent second decode into a differently pre-filled buffer.
+    let fill_b = prefilled(cap + slack, 2, seed);
+    let mut b = fill_b.clone();
+    assert_eq!(decode(stream, &mut b), Ok(n));
+    assert_eq!(&b[..n], out, "two decodes of one stream differ");
+
+    // Frame by frame (the parallel decoder's path) gives the same bytes.
+    let frame_out = info.frame_len() * info.dtype.element_bytes();
+    let mut c = vec![0xeeu8; n];
+    let mut end = 32;
+    for (f, dst) in frames(stream)
+        .expect("header parsed")
+        .zip(c.chunks_mut(frame_out.max(1)))
+    {
+        let f = f.expect("decode succeeded, so every frame header is good");
+        let used = no_alloc("decode_frame", || {
+            decode_frame(
+                info.dtype,
+                info.checksums,
+                f.index,
+                f.elements,
+                &stream[f.offset..],
+                dst,
+            )
+        })
+        .expect("decode succeeded, so every frame decodes");
+        assert_eq!(used, f.bytes);
+        end = f.offset + f.bytes;
+    }
+    assert_eq!(
+        end,
+        stream.len(),
+        "decode accepted bytes after the last frame"
+    );
+    assert_eq!(c, out, "frame-by-frame decode differs from one-shot decode");
+
+    // Re-encoding the output with the stream's own options round-trips. (The bytes may differ:
+    // a valid stream need not be the one our encoder would write.)
+    let options = EncodeOptions {
+        frame_log2: info.frame_log2,
+        ..EncodeOptions::new(info.dtype).checksums(info.checksums)
+    };
+    let bound = enec::max_encoded_size(&options, n).expect("bound");
+    let mut re = vec![0u8; bound];
+    let len = encode(&options, out, &mut re).expect("re-encode");
+    let mut back = vec![0u8; n];
+    assert_eq!(decode(&re[..len], &mut back), Ok(n));
+    assert_eq!(back, out, "re-encoded stream decodes differently");
+}
+
+/// `decode_frame` on its own: fuzz bytes choose dtype, checksums, frame index and element
+/// count, the rest is the frame. Never panics; on success it reports a frame size within the
+/// input and writes only its elements.
+fn check_frame(input: &[u8]) {
+    let mut cfg = Bytes(input);
+    let c = cfg.u8();
+    let dtype = enec_fuzz::dtype_of(c & 0x3);
+    let checksums = c & 0x4 != 0;
+    let from_header = c & 0x8 != 0;
+    let index = u32::from(cfg.u8());
+    let n_raw = usize::from(cfg.u16());
+    let frame = cfg.rest();
+    // Either the element count the frame header claims (as a stream header would agree), or
+    // a fuzz-chosen one; at most one frame's worth (the stream header's limit).
+    let elements = if from_header && frame.len() >= 12 {
+        u32::from_le_bytes([frame[8], frame[9], frame[10], frame[11]]) as usize
+    } else {
+        n_raw + 1
+    }
+    .min(enec::format::MAX_FRAME_LEN);
+    let bytes = elements * dtype.element_bytes();
+    let fill = prefilled(bytes + 8, 3, 0);
+    let mut out = fill.clone();
+    let r = no_alloc("decode_frame", || {
+        decode_frame(dtype, checksums, index, elements, frame, &mut out)
+    });
+    assert_eq!(
+        &out[bytes..],
+        &fill[bytes..],
+        "decode_frame wrote past its elements"
+    );
+    match r {
+        Ok(used) => {
+            assert!(used <= frame.len() && used >= 32 && used % 32 == 0);
+            let mut again = prefilled(bytes, 1, 0);
+            let r2 = decode_frame(dtype, checksums, index, elements, frame, &mut again);
+            assert_eq!(r2, Ok(used));
+            assert_eq!(&again[..], &out[..bytes], "two frame decodes differ");
+        }
+        Err(Error::OutputTooSmall { .. }) => panic!("output was large enough"),
+        Err(_) => {}
+    }
+}
