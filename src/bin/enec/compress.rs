@@ -1,0 +1,285 @@
+//! `enec compress`: a safetensors checkpoint into a container, or a raw array into a stream.
+
+use std::path::Path;
+use std::time::Instant;
+
+use enec::container::{PieceKind, MAGIC as CONTAINER_MAGIC};
+use enec::format::{StreamInfo, MAGIC as STREAM_MAGIC};
+use enec::frame::{encode_frame, max_frame_bytes};
+use enec::{Dtype, EncodeOptions};
+
+use crate::container::{ContainerWriter, PieceMeta, Sink};
+use crate::error::{bail, Result};
+use crate::progress::Progress;
+use crate::safetensors::{self, Piece};
+use crate::{input, output, pipeline};
+
+/// What a compression did.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// Bytes read.
+    pub original: u64,
+    /// Bytes written.
+    pub compressed: u64,
+    /// Tensors in the checkpoint (0 for a raw array).
+    pub tensors: usize,
+    /// Tensors encoded as enec streams.
+    pub encoded: usize,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+}
+
+impl Report {
+    /// One line for people.
+    pub fn line(&self, input: &Path, output: &Path, threads: usize) -> String {
+        let what = if self.tensors > 0 || self.encoded > 0 {
+            format!(
+                "safetensors, {} tensors, {} encoded",
+                self.tensors, self.encoded
+            )
+        } else {
+            "raw array".to_owned()
+        };
+        format!(
+            "{} ({what}) -> {}: {} -> {} bytes, ratio {:.4}, {:.2} s, {:.0} MB/s, {threads} thread{}",
+            input.display(),
+            output.display(),
+            self.original,
+            self.compressed,
+            self.original as f64 / self.compressed.max(1) as f64,
+            self.seconds,
+            self.original as f64 / 1e6 / self.seconds.max(1e-9),
+            if threads == 1 { "" } else { "s" }
+        )
+    }
+}
+
+/// What `compress` was asked to do.
+#[derive(Clone, Copy, Debug)]
+pub struct Settings {
+    /// Raw array of this dtype, or (None) a safetensors file.
+    pub dtype: Option<Dtype>,
+    /// Coding, frame length and checksums (the dtype is per tensor).
+    pub options: EncodeOptions,
+    /// Worker threads.
+    pub threads: usize,
+    /// Show a progress bar (on a terminal, for long work).
+    pub progress: bool,
+    /// Overwrite the output.
+    pub force: bool,
+}
+
+/// Compresses the file `input` into `output` (written atomically).
+pub fn compress_file(input: &Path, output: &Path, settings: &Settings) -> Result<Report> {
+    let start = Instant::now();
+    let data = input::open(input)?;
+    let name = input.display();
+    let plan = match settings.dtype {
+        Some(dtype) => {
+            let eb = dtype.element_bytes();
+            if data.len() % eb != 0 {
+                bail!(
+                    "{name}: {} bytes is not a whole number of {}-byte {} elements",
+                    data.len(),
+                    eb,
+                    dtype.name()
+                );
+            }
+            None
+        }
+        None => {
+            if data.starts_with(&CONTAINER_MAGIC) || data.starts_with(&STREAM_MAGIC) {
+                bail!("{name}: already an enec file (use `enec decompress` or `enec info`)");
+            }
+            let tensors = safetensors::parse(&data).map_err(|why| {
+                format!(
+                    "{name}: not a safetensors file: {why}\n  \
+                     (to compress a raw little-endian array, pass --dtype bf16|fp16|fp32)"
+                )
+            })?;
+            Some(safetensors::plan(data.len() as u64, tensors))
+        }
+    };
+    let mut out = output::AtomicFile::create(output, settings.force)?;
+    let progress = Progress::new(data.len() as u64, "compress", settings.progress);
+    let pool = thread_pool(settings.threads)?;
+    let mut report = pool.install(|| match &plan {
+        Some(pieces) => compress_pieces(&data, pieces, &settings.options, &mut out, &progress),
+        None => {
+            let options = EncodeOptions {
+                dtype: settings.dtype.unwrap_or(Dtype::Bf16),
+                ..settings.options
+            };
+            compress_raw(&data, &options, &mut out, &progress)
+        }
+    })?;
+    drop(progress);
+    out.commit()?;
+    report.seconds = start.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+/// A rayon pool of `threads` workers.
+pub fn thread_pool(threads: usize) -> Result<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| format!("cannot start {threads} worker threads: {e}").into())
+}
+
+/// A unit of compression work.
+enum Unit<'a> {
+    /// A verbatim piece: its checksum is computed in parallel, its bytes written in order.
+    Raw(usize, &'a [u8]),
+    /// The start of an enec piece (its stream header).
+    Start(usize),
+    /// One frame of the current enec piece.
+    Frame(Dtype, &'a [u8]),
+    /// The end of an enec piece.
+    End(usize),
+}
+
+fn frame_units<'a>(
+    dtype: Dtype,
+    bytes: &'a [u8],
+    options: &EncodeOptions,
+) -> impl Iterator<Item = Result<Unit<'a>>> + 'a {
+    let frame_bytes = (1usize << options.frame_log2) * dtype.element_bytes();
+    bytes
+        .chunks(frame_bytes)
+        .map(move |frame| Ok(Unit::Frame(dtype, frame)))
+}
+
+/// Encodes one frame into `buffer`; returns its size.
+fn encode_unit(
+    dtype: Dtype,
+    frame: &[u8],
+    options: &EncodeOptions,
+    buffer: &mut Vec<u8>,
+) -> Result<usize> {
+    let max = max_frame_bytes(dtype, frame.len() / dtype.element_bytes());
+    if buffer.len() < max {
+        buffer.resize(max, 0);
+    }
+    encode_frame(dtype, options.coding, options.checksums, frame, buffer)
+        .map_err(|e| format!("encoding a frame: {e}").into())
+}
+
+fn stream_header(dtype: Dtype, bytes: usize, options: &EncodeOptions) -> Result<[u8; 32]> {
+    let elements = (bytes / dtype.element_bytes()) as u64;
+    let info = StreamInfo::new(dtype, options.frame_log2, options.checksums, elements)
+        .map_err(|e| format!("{e}"))?;
+    Ok(info.to_bytes())
+}
+
+/// The index fields of `piece`.
+fn meta(piece: &Piece, kind: PieceKind, checksum: u32) -> PieceMeta<'_> {
+    let (name, dtype, shape) = piece.tensor.as_ref().map_or(("", "", &[][..]), |t| {
+        (t.name.as_str(), t.dtype.as_str(), t.shape.as_slice())
+    });
+    PieceMeta {
+        kind,
+        name,
+        dtype,
+        shape,
+        original_len: piece.end - piece.start,
+        checksum,
+    }
+}
+
+/// Compresses the pieces of a safetensors file into a container written to `out`.
+pub fn compress_pieces<S: Sink + Send>(
+    data: &[u8],
+    pieces: &[Piece],
+    options: &EncodeOptions,
+    out: &mut S,
+    progress: &Progress,
+) -> Result<Report> {
+    let bytes_of = |p: &Piece| &data[p.start as usize..p.end as usize];
+    let units = pieces.iter().enumerate().flat_map(|(i, piece)| {
+        let bytes = bytes_of(piece);
+        let units: Box<dyn Iterator<Item = Result<Unit<'_>>>> = match piece.enec {
+            None => Box::new(std::iter::once(Ok(Unit::Raw(i, bytes)))),
+            Some(dtype) => Box::new(
+                std::iter::once(Ok(Unit::Start(i)))
+                    .chain(frame_units(dtype, bytes, options))
+                    .chain(std::iter::once(Ok(Unit::End(i)))),
+            ),
+        };
+        units
+    });
+    let weight = |u: &Unit<'_>| match u {
+        Unit::Raw(_, b) | Unit::Frame(_, b) => b.len(),
+        _ => 0,
+    };
+    let work = |u: &Unit<'_>, buffer: &mut Vec<u8>| match u {
+        Unit::Raw(_, bytes) => Ok(enec::checksum::h32(bytes) as usize),
+        Unit::Frame(dtype, frame) => encode_unit(*dtype, frame, options, buffer),
+        _ => Ok(0),
+    };
+    let mut writer = ContainerWriter::new(out)?;
+    let emit = |u: Unit<'_>, result: usize, buffer: &[u8]| match u {
+        Unit::Raw(i, bytes) => {
+            writer.begin()?;
+            writer.payload(bytes)?;
+            progress.inc(bytes.len() as u64);
+            writer.end(meta(&pieces[i], PieceKind::Raw, result as u32))
+        }
+        Unit::Start(i) => {
+            let piece = &pieces[i];
+            writer.begin()?;
+            let dtype = piece.enec.unwrap_or(Dtype::Bf16);
+            writer.payload(&stream_header(dtype, bytes_of(piece).len(), options)?)
+        }
+        Unit::Frame(_, frame) => {
+            progress.inc(frame.len() as u64);
+            writer.payload(&buffer[..result])
+        }
+        Unit::End(i) => writer.end(meta(&pieces[i], PieceKind::Enec, 0)),
+    };
+    pipeline::run(units, weight, work, emit)?;
+    let compressed = writer.finish()?;
+    Ok(Report {
+        original: data.len() as u64,
+        compressed,
+        tensors: pieces.iter().filter(|p| p.tensor.is_some()).count(),
+        encoded: pieces.iter().filter(|p| p.enec.is_some()).count(),
+        seconds: 0.0,
+    })
+}
+
+/// Compresses a raw array into one enec stream written to `out`.
+pub fn compress_raw<S: Sink + Send>(
+    data: &[u8],
+    options: &EncodeOptions,
+    out: &mut S,
+    progress: &Progress,
+) -> Result<Report> {
+    let dtype = options.dtype;
+    out.put(&stream_header(dtype, data.len(), options)?)?;
+    let mut compressed = 32u64;
+    let work = |u: &Unit<'_>, buffer: &mut Vec<u8>| match u {
+        Unit::Frame(dtype, frame) => encode_unit(*dtype, frame, options, buffer),
+        _ => Ok(0),
+    };
+    let emit = |u: Unit<'_>, result: usize, buffer: &[u8]| {
+        if let Unit::Frame(_, frame) = u {
+            progress.inc(frame.len() as u64);
+            compressed += result as u64;
+            out.put(&buffer[..result])?;
+        }
+        Ok(())
+    };
+    let weight = |u: &Unit<'_>| match u {
+        Unit::Frame(_, b) => b.len(),
+        _ => 0,
+    };
+    pipeline::run(frame_units(dtype, data, options), weight, work, emit)?;
+    Ok(Report {
+        original: data.len() as u64,
+        compressed,
+        tensors: 0,
+        encoded: 0,
+        seconds: 0.0,
+    })
+}

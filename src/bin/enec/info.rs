@@ -1,0 +1,239 @@
+//! `enec info`: what an .enec file holds, from its headers alone (nothing is decoded).
+
+use std::path::Path;
+
+use enec::container::PieceKind;
+use enec::{FrameCoding, StreamInfo};
+use serde_json::json;
+
+use crate::decompress::{self, Kind};
+use crate::error::Result;
+use crate::input;
+
+/// What one piece holds.
+struct Row {
+    name: String,
+    dtype: String,
+    shape: Vec<u64>,
+    kind: PieceKind,
+    original: u64,
+    stored: u64,
+    stream: Option<StreamInfo>,
+    /// Frames per coding: stored, groups, ranked.
+    codings: [u64; 3],
+}
+
+impl Row {
+    fn frames(&self) -> u64 {
+        self.codings.iter().sum()
+    }
+}
+
+fn ratio(original: u64, stored: u64) -> f64 {
+    if stored == 0 {
+        1.0
+    } else {
+        original as f64 / stored as f64
+    }
+}
+
+fn rows(name: &str, data: &[u8], kind: &Kind<'_>) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    let entries: Vec<(String, String, Vec<u64>, PieceKind, u64, &[u8])> = match kind {
+        Kind::Stream(info) => vec![(
+            String::new(),
+            info.dtype.name().to_owned(),
+            vec![info.element_count],
+            PieceKind::Enec,
+            info.decoded_bytes(),
+            data,
+        )],
+        Kind::Container(c) => c
+            .entries()
+            .map(|(_, e)| {
+                (
+                    e.name.to_owned(),
+                    e.dtype.to_owned(),
+                    e.shape.to_vec(),
+                    e.kind,
+                    e.original_len,
+                    c.payload(&e),
+                )
+            })
+            .collect(),
+    };
+    let sources = decompress::sources(name, data, kind)?;
+    for ((name_, dtype, shape, kind, original, payload), source) in
+        entries.into_iter().zip(&sources)
+    {
+        let mut codings = [0u64; 3];
+        let mut stream = None;
+        if kind == PieceKind::Enec {
+            let frames =
+                enec::frames(payload).map_err(|e| format!("{name}: {}: {e}", source.what))?;
+            stream = Some(*frames.info());
+            for frame in frames {
+                let frame = frame.map_err(|e| format!("{name}: {}: {e}", source.what))?;
+                codings[match frame.coding {
+                    FrameCoding::Stored => 0,
+                    FrameCoding::Groups => 1,
+                    FrameCoding::Ranked => 2,
+                }] += 1;
+            }
+        }
+        rows.push(Row {
+            name: name_,
+            dtype,
+            shape,
+            kind,
+            original,
+            stored: payload.len() as u64,
+            stream,
+            codings,
+        });
+    }
+    Ok(rows)
+}
+
+fn shape_text(shape: &[u64]) -> String {
+    if shape.is_empty() {
+        "-".into()
+    } else {
+        shape
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join("x")
+    }
+}
+
+/// Prints what `input` holds, as a table or as JSON.
+pub fn info(input: &Path, as_json: bool) -> Result<()> {
+    let data = input::open(input)?;
+    let name = input.display().to_string();
+    let kind = decompress::open(&name, &data)?;
+    let rows = rows(&name, &data, &kind)?;
+    let file_bytes = data.len() as u64;
+    let original: u64 = rows.iter().map(|r| r.original).sum();
+    let encoded: Vec<&Row> = rows.iter().filter(|r| r.kind == PieceKind::Enec).collect();
+    let enc_original: u64 = encoded.iter().map(|r| r.original).sum();
+    let enc_stored: u64 = encoded.iter().map(|r| r.stored).sum();
+    let mut codings = [0u64; 3];
+    for r in &encoded {
+        for (total, n) in codings.iter_mut().zip(r.codings) {
+            *total += n;
+        }
+    }
+    let frame_lens: std::collections::BTreeSet<usize> = encoded
+        .iter()
+        .filter_map(|r| r.stream.map(|s| s.frame_len()))
+        .collect();
+    let checksums = encoded
+        .iter()
+        .all(|r| r.stream.is_some_and(|s| s.checksums));
+    let what = match kind {
+        Kind::Container(_) => "checkpoint container",
+        Kind::Stream(_) => "stream",
+    };
+    if as_json {
+        let pieces: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                json!({
+                    "name": r.name,
+                    "dtype": r.dtype,
+                    "shape": r.shape,
+                    "kind": if r.kind == PieceKind::Enec { "enec" } else { "raw" },
+                    "original_bytes": r.original,
+                    "stored_bytes": r.stored,
+                    "ratio": ratio(r.original, r.stored),
+                    "frames": r.frames(),
+                    "frame_len": r.stream.map(|s| s.frame_len()),
+                    "checksums": r.stream.map(|s| s.checksums),
+                    "codings": { "stored": r.codings[0], "groups": r.codings[1], "ranked": r.codings[2] },
+                })
+            })
+            .collect();
+        let doc = json!({
+            "file": name,
+            "kind": what,
+            "file_bytes": file_bytes,
+            "original_bytes": original,
+            "ratio": ratio(original, file_bytes),
+            "encoded": {
+                "pieces": encoded.len(),
+                "original_bytes": enc_original,
+                "stored_bytes": enc_stored,
+                "ratio": ratio(enc_original, enc_stored),
+                "frames": codings.iter().sum::<u64>(),
+                "codings": { "stored": codings[0], "groups": codings[1], "ranked": codings[2] },
+                "checksums": checksums,
+            },
+            "pieces": pieces,
+        });
+        println!("{doc:#}");
+        return Ok(());
+    }
+    let width = rows
+        .iter()
+        .map(|r| r.name.len())
+        .max()
+        .unwrap_or(0)
+        .clamp(6, 60);
+    println!(
+        "{name}: enec {what}, {file_bytes} bytes, restores {original} bytes: ratio {:.4}",
+        ratio(original, file_bytes)
+    );
+    println!(
+        "encoded: {} piece{} of {enc_original} bytes in {enc_stored} (ratio {:.4}); frames {} (ranked {}, groups {}, stored {}); frame length {}; checksums {}",
+        encoded.len(),
+        if encoded.len() == 1 { "" } else { "s" },
+        ratio(enc_original, enc_stored),
+        codings.iter().sum::<u64>(),
+        codings[2],
+        codings[1],
+        codings[0],
+        frame_lens.iter().map(usize::to_string).collect::<Vec<_>>().join(", "),
+        if checksums { "on" } else { "OFF" },
+    );
+    println!();
+    println!(
+        "{:<width$} {:<5} {:<14} {:>12} {:>12} {:>7} {:>7} {:>7} {:>7} {:>7}",
+        "tensor",
+        "dtype",
+        "shape",
+        "original",
+        "stored",
+        "ratio",
+        "frames",
+        "ranked",
+        "groups",
+        "stored"
+    );
+    for r in &rows {
+        let label = if r.name.is_empty() {
+            "(verbatim bytes)".to_owned()
+        } else {
+            r.name.clone()
+        };
+        let (frames, ranked, groups, stored) = if r.kind == PieceKind::Enec {
+            (
+                r.frames().to_string(),
+                r.codings[2].to_string(),
+                r.codings[1].to_string(),
+                r.codings[0].to_string(),
+            )
+        } else {
+            ("raw".into(), "-".into(), "-".into(), "-".into())
+        };
+        println!(
+            "{label:<width$} {:<5} {:<14} {:>12} {:>12} {:>7.4} {frames:>7} {ranked:>7} {groups:>7} {stored:>7}",
+            if r.dtype.is_empty() { "-" } else { &r.dtype },
+            shape_text(&r.shape),
+            r.original,
+            r.stored,
+            ratio(r.original, r.stored),
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,76 @@
+//! `enec`: compress, decompress and inspect safetensors checkpoints and raw weight arrays.
+//!
+//! Build and run with `cargo run --release --features cli -- [COMMAND]`; with no command it runs
+//! the demo on the real weights embedded in the binary.
+
+mod args;
+mod compress;
+mod container;
+mod decompress;
+mod demo;
+mod error;
+mod info;
+mod input;
+mod output;
+mod pipeline;
+mod progress;
+mod safetensors;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use enec::EncodeOptions;
+
+use crate::args::{threads, Cli, Command};
+use crate::error::Result;
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        None => demo::run(threads(None)),
+        Some(Command::Demo(a)) => demo::run(threads(a.threads)),
+        Some(Command::Compress(a)) => {
+            let options = EncodeOptions::new(enec::Dtype::Bf16)
+                .frame_len(a.frame)
+                .map_err(|e| format!("--frame {}: {e}", a.frame))?
+                .coding(a.coding.coding())
+                .checksums(!a.no_checksum);
+            let settings = compress::Settings {
+                dtype: a.dtype.map(|d| d.dtype()),
+                options,
+                threads: threads(a.common.threads),
+                progress: !a.common.quiet,
+                force: a.common.force,
+            };
+            let report = compress::compress_file(&a.input, &a.output, &settings)?;
+            if !a.common.quiet {
+                println!("{}", report.line(&a.input, &a.output, settings.threads));
+            }
+            Ok(())
+        }
+        Some(Command::Decompress(a)) => {
+            let n = threads(a.common.threads);
+            let report = decompress::decompress_file(
+                &a.input,
+                &a.output,
+                n,
+                a.common.force,
+                !a.common.quiet,
+            )?;
+            if !a.common.quiet {
+                println!("{}", report.line(&a.input, &a.output, n));
+            }
+            Ok(())
+        }
+        Some(Command::Info(a)) => info::info(&a.input, a.json),
+    }
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("enec: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! Writing OUT so that it never looks complete when it is not: the bytes go to
+//! `OUT.tmp-<pid>-<random>` in the same directory, which is fsynced and renamed to OUT only when
+//! everything succeeded, and removed on any error (dropping it deletes it).
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use tempfile::NamedTempFile;
+
+use crate::error::{bail, Context, Result};
+
+/// Buffer between the codec and the file.
+const BUFFER: usize = 4 << 20;
+
+/// An output file under a temporary name.
+pub struct AtomicFile {
+    writer: BufWriter<NamedTempFile>,
+    path: PathBuf,
+}
+
+impl AtomicFile {
+    /// Prepares to write `path`; fails if it exists and `force` is off, or if its directory does
+    /// not exist or is not writable.
+    pub fn create(path: &Path, force: bool) -> Result<AtomicFile> {
+        if path.is_dir() {
+            bail!("{}: is a directory", path.display());
+        }
+        if path.exists() && !force {
+            bail!(
+                "{}: already exists (pass --force to overwrite it)",
+                path.display()
+            );
+        }
+        let name = path
+            .file_name()
+            .ok_or_else(|| format!("{}: not a file name", path.display()))?;
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let prefix = format!("{}.tmp-{}-", name.to_string_lossy(), std::process::id());
+        let tmp = tempfile::Builder::new()
+            .prefix(&prefix)
+            .tempfile_in(dir)
+            .context(|| format!("{}: cannot create a temporary file", dir.display()))?;
+        Ok(AtomicFile {
+            writer: BufWriter::with_capacity(BUFFER, tmp),
+            path: path.to_owned(),
+        })
+    }
+
+    /// Writes all of `bytes`.
+    pub fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
+        self.writer
+            .write_all(bytes)
+            .context(|| format!("writing {}", self.path.display()))
+    }
+
+    /// Flushes, fsyncs and renames the file to its final name.
+    pub fn commit(self) -> Result<()> {
+        let path = self.path;
+        let what = || format!("writing {}", path.display());
+        let tmp = self
+            .writer
+            .into_inner()
+            .map_err(|e| e.into_error())
+            .context(what)?;
+        tmp.as_file().sync_all().context(what)?;
+        tmp.persist(&path).map_err(|e| e.error).context(what)?;
+        // Make the rename itself durable (best effort: not every platform can open a directory).
+        if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            if let Ok(d) = File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.writer.write(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.writer.flush()
+    }
+}
