@@ -10,9 +10,9 @@ use crate::format::{
     FRAME_HEADER_BYTES, GROUP_LEN, MAX_FRAME_LEN,
 };
 use crate::kernels::{
-    choose_ranked, group_flagged, group_range, groups_forward, groups_inverse, groups_unflagged,
-    groups_width, load, ranked_code, store, unpack_range, Fields, FrameStats, PlaneReader,
-    PlaneWriter, Ranking, GROUPS_BASES, MAX_LEVELS, MAX_SYMBOLS,
+    choose_ranked, escape_masks, expand, group_flagged, group_range, groups_forward,
+    groups_inverse, groups_unflagged, groups_width, load, lookup, merge_store, ranked_code,
+    unpack_range, Fields, FrameStats, PlaneWriter, Ranking, GROUPS_BASES, MAX_LEVELS, MAX_SYMBOLS,
 };
 
 /// Which exponent coding the writer wants.
@@ -285,6 +285,27 @@ impl FlagSet {
     fn count(&self) -> u32 {
         self.0.iter().map(|w| w.count_ones()).sum()
     }
+    /// Flags `first..first + len` (`len <= CHUNK`) as masks of 64.
+    fn masks(&self, first: usize, len: usize) -> [u64; CHUNK / 64] {
+        let mut masks = [0u64; CHUNK / 64];
+        let (word, shift) = (first / 64, first % 64);
+        for (i, m) in masks.iter_mut().enumerate().take(len.div_ceil(64)) {
+            let lo = self.0.get(word + i).copied().unwrap_or(0) >> shift;
+            let hi = if shift == 0 {
+                0
+            } else {
+                self.0.get(word + i + 1).copied().unwrap_or(0) << (64 - shift)
+            };
+            let keep = (len - 64 * i).min(64);
+            *m = (lo | hi)
+                & if keep == 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << keep) - 1
+                };
+        }
+        masks
+    }
 }
 
 /// Decodes frame `index` of a stream (`elements` is what the stream header says this frame
@@ -349,42 +370,73 @@ fn read_ranked<const B: usize>(
     let levels = usize::from(params.levels);
     let starts = params.rank_starts();
     let (table_at, table_len) = layout.table;
-    let mut table = [0u8; MAX_SYMBOLS];
-    table[..table_len].copy_from_slice(&frame[table_at..table_at + table_len]);
-    if table[..table_len]
-        .iter()
-        .any(|&x| u32::from(x) >> fields.e != 0)
-    {
+    let symbols = &frame[table_at..table_at + table_len];
+    if symbols.iter().any(|&x| u32::from(x) >> fields.e != 0) {
         return Err("symbol table entry exceeds the exponent width");
     }
-    let escapes: [u32; MAX_LEVELS] = core::array::from_fn(|j| (1u32 << params.widths[j]) - 1);
-    // readers[j] reads level j (0-based) for j >= 1, and the exponent level at j = levels.
-    let mut readers = layout.planes.map(PlaneReader::new);
+    let mut luts = [[0u8; MAX_SYMBOLS]; MAX_LEVELS];
+    let mut escapes = [0u8; MAX_LEVELS];
+    for j in 0..levels {
+        let escape = (1usize << params.widths[j]) - 1;
+        escapes[j] = escape as u8;
+        luts[j][..escape].copy_from_slice(&symbols[starts[j]..starts[j] + escape]);
+    }
     let elements = layout.residual.count;
+    // Next unread entry of each level plane (level 0 is element order).
+    let mut next = [0usize; MAX_LEVELS + 1];
     let mut residual = [0u32; CHUNK];
-    let mut codes = [0u32; CHUNK];
+    // Per level: the chunk's codes, then their exponents; and which of them escaped.
+    let mut codes = [[0u8; CHUNK]; MAX_LEVELS + 1];
+    let mut exps = [[0u8; CHUNK]; MAX_LEVELS + 1];
+    let mut masks;
     for start in (0..elements).step_by(CHUNK) {
         let len = CHUNK.min(elements - start);
         unpack_range(frame, &layout.residual, start, &mut residual[..len]);
-        unpack_range(frame, &layout.planes[0], start, &mut codes[..len]);
-        for q in 0..len {
-            let mut code = codes[q];
-            let mut level = 0;
-            let x = loop {
-                if code < escapes[level] {
-                    break u32::from(table[starts[level] + code as usize]);
-                }
-                level += 1;
-                if level == levels {
-                    break readers[levels].next(frame);
-                }
-                code = readers[level].next(frame);
-            };
-            store::<B>(out, start + q, fields.merge(x, residual[q]));
+        // Top-down: each level's escapes say how many entries the next level supplies.
+        let mut counts = [0usize; MAX_LEVELS + 1];
+        counts[0] = len;
+        masks = [[0; CHUNK / 64]; MAX_LEVELS];
+        next[0] = start;
+        for level in 0..=levels {
+            let plane = &layout.planes[level];
+            let n = counts[level];
+            if next[level] + n > plane.count {
+                return Err("more escapes than entries in the next level");
+            }
+            let codes = &mut codes[level][..n];
+            unpack_range(frame, plane, next[level], codes);
+            next[level] += n;
+            if level == levels || n == 0 {
+                break;
+            }
+            lookup(codes, &luts[level], &mut exps[level][..n]);
+            counts[level + 1] = escape_masks(codes, escapes[level], &mut masks[level]);
         }
+        // Bottom-up: the exponent level's values fill the last level's escapes, and so on.
+        let (head, tail) = exps.split_at_mut(levels);
+        tail[0][..counts[levels]].copy_from_slice(&codes[levels][..counts[levels]]);
+        for level in (0..levels).rev() {
+            let (upper, lower) = head.split_at_mut(level + 1);
+            let deeper = if level + 1 == levels {
+                &tail[0]
+            } else {
+                &lower[0]
+            };
+            expand(
+                &masks[level],
+                &deeper[..counts[level + 1]],
+                &mut upper[level][..counts[level]],
+            );
+        }
+        merge_store::<B>(
+            fields,
+            &exps[0][..len],
+            &residual[..len],
+            &mut out[B * start..B * (start + len)],
+        );
     }
-    for reader in &readers[1..=levels] {
-        if reader.overran() || reader.consumed() != reader.count() {
+    for j in 1..=levels {
+        if next[j] != layout.planes[j].count {
             return Err("escape counts do not match the level planes");
         }
     }
@@ -406,7 +458,7 @@ fn read_groups<const B: usize>(
     let elements = layout.residual.count;
     let groups = layout.planes[0].count;
     let mut flags = FlagSet::new();
-    let mut bits = [0u32; CHUNK];
+    let mut bits = [0u8; CHUNK];
     for start in (0..groups).step_by(CHUNK) {
         let len = CHUNK.min(groups - start);
         unpack_range(frame, &layout.planes[0], start, &mut bits[..len]);
@@ -417,27 +469,43 @@ fn read_groups<const B: usize>(
     if flags.count() != params.flagged {
         return Err("flag count differs from the header's");
     }
-    let mut high = PlaneReader::new(layout.planes[2]);
+    let high_plane = &layout.planes[2];
+    let mut next_high = 0;
     let mut residual = [0u32; CHUNK];
-    let mut lows = [0u32; CHUNK];
-    let mut t = 0;
-    for start in (0..elements).step_by(CHUNK) {
-        let len = CHUNK.min(elements - start);
+    let mut y = [0u8; CHUNK];
+    let mut x = [0u8; CHUNK];
+    let mut start = 0;
+    while start < elements {
+        // A chunk stays inside one row of groups, so its groups are consecutive.
+        let first_group = start % groups;
+        let len = CHUNK.min(elements - start).min(groups - first_group);
         unpack_range(frame, &layout.residual, start, &mut residual[..len]);
-        unpack_range(frame, &layout.planes[1], start, &mut lows[..len]);
-        for q in 0..len {
-            let high_bits = if flags.get(t) {
-                high.next(frame) << low
-            } else {
-                0
-            };
-            let x = groups_inverse(lows[q] | high_bits, base, width, fields.e);
-            store::<B>(out, start + q, fields.merge(x, residual[q]));
-            t += 1;
-            if t == groups {
-                t = 0;
+        unpack_range(frame, &layout.planes[1], start, &mut y[..len]);
+        let masks = flags.masks(first_group, len);
+        let flagged: usize = masks.iter().map(|m| m.count_ones() as usize).sum();
+        if flagged > 0 {
+            if next_high + flagged > high_plane.count {
+                return Err("flags ask for more high bits than stored");
+            }
+            let mut highs = [0u8; CHUNK];
+            unpack_range(frame, high_plane, next_high, &mut highs[..flagged]);
+            next_high += flagged;
+            let mut spread = [0u8; CHUNK];
+            expand(&masks, &highs[..flagged], &mut spread[..len]);
+            for (y, &h) in y[..len].iter_mut().zip(&spread[..len]) {
+                *y |= ((u32::from(h) << low) & 0xFF) as u8;
             }
         }
+        for (x, &y) in x[..len].iter_mut().zip(&y[..len]) {
+            *x = groups_inverse(u32::from(y), base, width, fields.e) as u8;
+        }
+        merge_store::<B>(
+            fields,
+            &x[..len],
+            &residual[..len],
+            &mut out[B * start..B * (start + len)],
+        );
+        start += len;
     }
     Ok(())
 }

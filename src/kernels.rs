@@ -80,6 +80,16 @@ pub fn store<const B: usize>(bytes: &mut [u8], i: usize, u: u32) {
     bytes[B * i..B * i + B].copy_from_slice(&u.to_le_bytes()[..B]);
 }
 
+/// Merges a run of exponents and residuals into elements and stores them little-endian
+/// (`out.len() == B * x.len()`).
+#[inline(always)]
+pub fn merge_store<const B: usize>(fields: &Fields, x: &[u8], r: &[u32], out: &mut [u8]) {
+    for ((o, &x), &r) in out.chunks_exact_mut(B).zip(x).zip(r) {
+        let u = fields.merge(u32::from(x), r);
+        o.copy_from_slice(&u.to_le_bytes()[..B]);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Bit planes (FORMAT.md 4.5)
 // ---------------------------------------------------------------------------------------------
@@ -215,11 +225,33 @@ impl PlaneWriter {
     }
 }
 
+/// Lane types a plane can be unpacked into (the value must fit).
+pub trait Lane: Copy + Default {
+    /// ORs a field (already shifted into place) into the lane.
+    fn or_field(self, field: u32) -> Self;
+}
+
+macro_rules! lane {
+    ($($t:ty),*) => {$(
+        impl Lane for $t {
+            #[inline(always)]
+            fn or_field(self, field: u32) -> Self {
+                self | field as $t
+            }
+        }
+    )*};
+}
+lane!(u8, u16, u32);
+
 /// Reads values `start..start + out.len()` of a plane into `out` (contiguous words, one constant
 /// shift per run: the loop the compiler vectorizes). The caller guarantees the range is inside
 /// the plane and the plane inside `frame`.
-pub fn unpack_range(frame: &[u8], plane: &Plane, start: usize, out: &mut [u32]) {
-    out.fill(0);
+#[inline(always)]
+pub fn unpack_range<L: Lane>(frame: &[u8], plane: &Plane, start: usize, out: &mut [L]) {
+    out.fill(L::default());
+    if out.is_empty() {
+        return;
+    }
     for sub in plane.subs() {
         let mask = (1u32 << sub.bits) - 1;
         let (mut j, mut bit) = (start % sub.words, (start / sub.words) as u32 * sub.bits);
@@ -229,13 +261,80 @@ pub fn unpack_range(frame: &[u8], plane: &Plane, start: usize, out: &mut [u32]) 
             let words = &frame[sub.offset + 2 * j..sub.offset + 2 * (j + run)];
             for (o, w) in out[done..done + run].iter_mut().zip(words.chunks_exact(2)) {
                 let w = u32::from(u16::from_le_bytes([w[0], w[1]]));
-                *o |= ((w >> bit) & mask) << sub.shift;
+                *o = o.or_field(((w >> bit) & mask) << sub.shift);
             }
             done += run;
             j = 0;
             bit += sub.bits;
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Escape masks and expansion (the decoder's prefix scan)
+// ---------------------------------------------------------------------------------------------
+
+/// Bit `q % 64` of `masks[q / 64]` is set when `codes[q] == escape`; returns how many are set.
+/// Eight codes at a time in a u64 (SWAR): portable, branch-free, no table.
+#[inline(always)]
+pub fn escape_masks(codes: &[u8], escape: u8, masks: &mut [u64]) -> usize {
+    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    const GATHER: u64 = 0x0102_0408_1020_4080; // moves bit 8k+7 of each byte to bit 56+k
+    let splat = u64::from(escape) * 0x0101_0101_0101_0101;
+    let mut total = 0;
+    masks.fill(0);
+    let eq_bits = |eight: u64| {
+        let x = eight ^ splat; // zero bytes where code == escape
+        let zero = !(((x & LOW7) + LOW7) | x | LOW7); // bit 7 of each zero byte
+        (zero >> 7).wrapping_mul(GATHER) >> 56
+    };
+    for (block, mask) in codes.chunks(64).zip(masks.iter_mut()) {
+        let mut m = 0u64;
+        let mut eights = block.chunks_exact(8);
+        for (b, eight) in (&mut eights).enumerate() {
+            let v = u64::from_le_bytes([
+                eight[0], eight[1], eight[2], eight[3], eight[4], eight[5], eight[6], eight[7],
+            ]);
+            m |= eq_bits(v) << (8 * b);
+        }
+        let rest = eights.remainder();
+        if !rest.is_empty() {
+            let mut last = [!escape; 8];
+            for (l, &c) in last.iter_mut().zip(rest) {
+                *l = c;
+            }
+            m |= eq_bits(u64::from_le_bytes(last)) << (block.len() - rest.len());
+        }
+        *mask = m;
+        total += m.count_ones() as usize;
+    }
+    total
+}
+
+/// `out[q] = table[codes[q]]`: the symbol lookup (codes are below the table length by construction).
+#[inline(always)]
+pub fn lookup(codes: &[u8], table: &[u8; MAX_SYMBOLS], out: &mut [u8]) {
+    for (o, &c) in out.iter_mut().zip(codes) {
+        *o = table[usize::from(c)];
+    }
+}
+
+/// Expansion: the `k`-th set bit of `masks` (in element order) receives `values[k]`. This is the
+/// prefix count of the escape flags: an escaped element's entry in the next level is the number
+/// of escaped elements before it. Returns the number of values used.
+#[inline(always)]
+pub fn expand<T: Copy>(masks: &[u64], values: &[T], out: &mut [T]) -> usize {
+    let mut k = 0;
+    for (b, &mask) in masks.iter().enumerate() {
+        let mut m = mask;
+        while m != 0 {
+            let q = 64 * b + m.trailing_zeros() as usize;
+            out[q] = values[k];
+            k += 1;
+            m &= m - 1;
+        }
+    }
+    k
 }
 
 /// Reads the values of one plane in order, one at a time (for the compacted escape planes).
