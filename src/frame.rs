@@ -435,10 +435,9 @@ fn read_ranked<const B: usize>(
             &mut out[B * start..B * (start + len)],
         );
     }
-    for j in 1..=levels {
-        if next[j] != layout.planes[j].count {
-            return Err("escape counts do not match the level planes");
-        }
+    let planes = &layout.planes[1..=levels];
+    if next[1..=levels].iter().zip(planes).any(|(&n, plane)| n != plane.count) {
+        return Err("escape counts do not match the level planes");
     }
     Ok(())
 }
