@@ -26,16 +26,6 @@ impl Sink for crate::output::AtomicFile {
     }
 }
 
-/// Counts the bytes and drops them (verification without output).
-#[derive(Default)]
-pub struct Discard;
-
-impl Sink for Discard {
-    fn put(&mut self, _: &[u8]) -> Result<()> {
-        Ok(())
-    }
-}
-
 /// What the index says about a piece, apart from its positions.
 pub struct PieceMeta<'a> {
     /// Verbatim or enec.

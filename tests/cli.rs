@@ -1,0 +1,468 @@
+//! The `enec` command line, run as a user would: round trips, raw mode, info, errors, demo.
+//!
+//! cargo test --release --features cli --test cli
+#![cfg(feature = "cli")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use enec::container::{Container, PieceKind};
+use half::{bf16, f16};
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_enec");
+
+fn enec(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("run the enec binary")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = enec(args);
+    assert!(
+        out.status.success(),
+        "enec {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs `enec args`, expects failure with status 1, returns stderr.
+fn fails(args: &[&str]) -> String {
+    let out = enec(args);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "enec {args:?} should fail: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8(out.stderr).unwrap()
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// Files in `dir`, sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Smooth pseudo-weights (deterministic), as f32 values.
+fn values(n: usize, seed: f32) -> Vec<f32> {
+    (0..n)
+        .map(|i| ((i as f32 * 0.731 + seed).sin() * (i as f32 * 0.013).cos()) * 0.04)
+        .collect()
+}
+
+/// A safetensors file with BF16, F16, F32 and I64 tensors, `__metadata__`, a gap between two
+/// tensors and trailing bytes after the last one (kept verbatim by the container).
+fn checkpoint() -> (Vec<u8>, Vec<(&'static str, usize, usize)>) {
+    let bf: Vec<u8> = values(5000, 0.1)
+        .iter()
+        .flat_map(|&x| bf16::from_f32(x).to_le_bytes())
+        .collect();
+    let hf: Vec<u8> = values(3000, 0.7)
+        .iter()
+        .flat_map(|&x| f16::from_f32(x).to_le_bytes())
+        .collect();
+    let f32s: Vec<u8> = values(2500, 1.3)
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    let ids: Vec<u8> = (0..64i64).flat_map(i64::to_le_bytes).collect();
+    let scalar: Vec<u8> = 1.5f32.to_le_bytes().to_vec();
+    // (name, dtype, shape, bytes, gap after it)
+    let tensors: [(&str, &str, Vec<u64>, &[u8], usize); 5] = [
+        ("model.embed.weight", "BF16", vec![50, 100], &bf, 0),
+        ("model.position_ids", "I64", vec![1, 64], &ids, 8),
+        ("model.norm.weight", "F16", vec![3000], &hf, 0),
+        ("model.head.weight", "F32", vec![25, 100], &f32s, 0),
+        ("model.scale", "F32", vec![], &scalar, 0),
+    ];
+    let mut header = serde_json::Map::new();
+    header.insert(
+        "__metadata__".into(),
+        json!({"format": "pt", "note": "cli test"}),
+    );
+    let mut at = 0usize;
+    let mut spans = Vec::new();
+    for (name, dtype, shape, bytes, gap) in &tensors {
+        header.insert(
+            (*name).into(),
+            json!({"dtype": dtype, "shape": shape, "data_offsets": [at, at + bytes.len()]}),
+        );
+        spans.push((*name, at, bytes.len()));
+        at += bytes.len() + gap;
+    }
+    let mut json = Value::Object(header).to_string().into_bytes();
+    while json.len() % 8 != 0 {
+        json.push(b' ');
+    }
+    let mut file = (json.len() as u64).to_le_bytes().to_vec();
+    file.extend_from_slice(&json);
+    let data_start = file.len();
+    for (_, _, _, bytes, gap) in &tensors {
+        file.extend_from_slice(bytes);
+        file.extend(std::iter::repeat(0xEE).take(*gap));
+    }
+    file.extend_from_slice(b"trailing bytes");
+    let spans = spans
+        .into_iter()
+        .map(|(n, at, len)| (n, data_start + at, len))
+        .collect();
+    (file, spans)
+}
+
+struct Dir(tempfile::TempDir);
+
+impl Dir {
+    fn new() -> Dir {
+        Dir(tempfile::tempdir().unwrap())
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.path().join(name)
+    }
+    fn write(&self, name: &str, bytes: &[u8]) -> PathBuf {
+        let path = self.path(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+}
+
+#[test]
+fn safetensors_round_trip() {
+    let dir = Dir::new();
+    let (file, spans) = checkpoint();
+    let input = dir.write("model.safetensors", &file);
+    let packed = dir.path("model.enec");
+    let restored = dir.path("restored.safetensors");
+    let said = ok(&["compress", "--frame", "1024", p(&input), p(&packed)]);
+    assert!(said.contains("5 tensors, 4 encoded"), "{said}");
+    ok(&["decompress", p(&packed), p(&restored)]);
+    assert_eq!(std::fs::read(&restored).unwrap(), file);
+    assert!(std::fs::metadata(&packed).unwrap().len() < file.len() as u64);
+    assert_eq!(
+        listing(dir.0.path()),
+        ["model.enec", "model.safetensors", "restored.safetensors"]
+    );
+
+    // A reader finds and decodes one tensor without the others.
+    let bytes = std::fs::read(&packed).unwrap();
+    let c = Container::parse(&bytes).unwrap();
+    for (name, at, len) in spans {
+        let (i, e) = c.find(name).unwrap();
+        assert_eq!(
+            (e.original_offset as usize, e.original_len as usize),
+            (at, len)
+        );
+        let mut out = vec![0u8; len];
+        c.decode_entry(i, &e, &mut out).unwrap();
+        assert_eq!(out, file[at..at + len], "{name}");
+    }
+    let kinds: Vec<(String, PieceKind)> = c
+        .entries()
+        .map(|(_, e)| (e.name.to_owned(), e.kind))
+        .collect();
+    assert!(kinds.contains(&("model.embed.weight".into(), PieceKind::Enec)));
+    assert!(kinds.contains(&("model.position_ids".into(), PieceKind::Raw)));
+    assert!(kinds.contains(&("model.scale".into(), PieceKind::Enec)));
+}
+
+#[test]
+fn options_and_threads_give_the_same_original() {
+    let dir = Dir::new();
+    let (file, _) = checkpoint();
+    let input = dir.write("m.safetensors", &file);
+    let mut packed_by_threads = Vec::new();
+    for (i, extra) in [
+        &["--threads", "1"][..],
+        &["--threads", "2"],
+        &["--threads", "3"],
+        &["--coding", "groups", "--threads", "2"],
+        &["--coding", "ranked", "--frame", "65536"],
+        &["--no-checksum", "--frame", "2048"],
+    ]
+    .iter()
+    .enumerate()
+    {
+        let packed = dir.path(&format!("m{i}.enec"));
+        let restored = dir.path(&format!("m{i}.out"));
+        let mut args = vec!["compress", "-q", p(&input), p(&packed)];
+        args.extend_from_slice(extra);
+        assert_eq!(ok(&args), "", "--quiet prints nothing");
+        ok(&["decompress", "-q", "-j", "2", p(&packed), p(&restored)]);
+        assert_eq!(std::fs::read(&restored).unwrap(), file, "{extra:?}");
+        if i < 3 {
+            packed_by_threads.push(std::fs::read(&packed).unwrap());
+        }
+    }
+    // The output does not depend on the number of threads.
+    assert_eq!(packed_by_threads[0], packed_by_threads[1]);
+    assert_eq!(packed_by_threads[0], packed_by_threads[2]);
+}
+
+#[test]
+fn raw_array_round_trip() {
+    let dir = Dir::new();
+    for (dtype, bytes) in [
+        (
+            "bf16",
+            values(70_000, 0.2)
+                .iter()
+                .flat_map(|&x| bf16::from_f32(x).to_le_bytes())
+                .collect::<Vec<u8>>(),
+        ),
+        (
+            "fp16",
+            values(1000, 0.4)
+                .iter()
+                .flat_map(|&x| f16::from_f32(x).to_le_bytes())
+                .collect(),
+        ),
+        (
+            "fp32",
+            values(40_000, 0.9)
+                .iter()
+                .flat_map(|x| x.to_le_bytes())
+                .collect(),
+        ),
+        ("bf16", Vec::new()),
+    ] {
+        let input = dir.write("raw.bin", &bytes);
+        let packed = dir.path("raw.enec");
+        let restored = dir.path("raw.out");
+        ok(&["compress", "-f", "--dtype", dtype, p(&input), p(&packed)]);
+        let stream = std::fs::read(&packed).unwrap();
+        // A raw array becomes a bare enec stream that the library decodes directly.
+        let info = enec::read_header(&stream).unwrap();
+        assert_eq!(info.decoded_bytes(), bytes.len() as u64);
+        ok(&["decompress", "-f", p(&packed), p(&restored)]);
+        assert_eq!(std::fs::read(&restored).unwrap(), bytes, "{dtype}");
+        let info = ok(&["info", p(&packed)]);
+        assert!(info.contains("enec stream"), "{info}");
+    }
+    // Not a whole number of elements.
+    let input = dir.write("odd.bin", &[1, 2, 3]);
+    let err = fails(&[
+        "compress",
+        "--dtype",
+        "bf16",
+        p(&input),
+        p(&dir.path("odd.enec")),
+    ]);
+    assert!(
+        err.contains("not a whole number of 2-byte bf16 elements"),
+        "{err}"
+    );
+    assert!(!dir.path("odd.enec").exists());
+}
+
+#[test]
+fn info_reports_tensors_codings_and_ratio() {
+    let dir = Dir::new();
+    let (file, _) = checkpoint();
+    let input = dir.write("m.safetensors", &file);
+    let packed = dir.path("m.enec");
+    ok(&["compress", "--frame", "1024", p(&input), p(&packed)]);
+    let text = ok(&["info", p(&packed)]);
+    for needle in [
+        "checkpoint container",
+        "ratio",
+        "model.embed.weight",
+        "model.position_ids",
+        "BF16",
+        "I64",
+        "50x100",
+        "ranked",
+        "groups",
+        "frames",
+        "checksums on",
+        "(verbatim bytes)",
+    ] {
+        assert!(text.contains(needle), "info lacks {needle:?}:\n{text}");
+    }
+    let doc: Value = serde_json::from_str(&ok(&["info", "--json", p(&packed)])).unwrap();
+    assert_eq!(doc["original_bytes"], json!(file.len()));
+    let pieces = doc["pieces"].as_array().unwrap();
+    let embed = pieces
+        .iter()
+        .find(|t| t["name"] == "model.embed.weight")
+        .unwrap();
+    assert_eq!(embed["frames"], json!(5)); // 5000 elements in frames of 1024
+    assert_eq!(embed["kind"], json!("enec"));
+    assert!(embed["ratio"].as_f64().unwrap() > 1.2);
+    let total: u64 = pieces
+        .iter()
+        .map(|t| t["original_bytes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(total, file.len() as u64);
+}
+
+#[test]
+fn wrong_file_type_is_refused() {
+    let dir = Dir::new();
+    let input = dir.write("notes.safetensors", b"these are not weights, just text\n");
+    let out = dir.path("notes.enec");
+    let err = fails(&["compress", p(&input), p(&out)]);
+    assert!(err.contains("not a safetensors file"), "{err}");
+    assert!(err.contains("--dtype"), "{err}");
+    let err = fails(&["decompress", p(&input), p(&out)]);
+    assert!(err.contains("not an enec file"), "{err}");
+    let err = fails(&["info", p(&input)]);
+    assert!(err.contains("not an enec file"), "{err}");
+    // A safetensors file given to decompress: the message says what to do.
+    let (file, _) = checkpoint();
+    let st = dir.write("m.safetensors", &file);
+    let err = fails(&["decompress", p(&st), p(&out)]);
+    assert!(err.contains("enec compress"), "{err}");
+    // Compressing an .enec file again.
+    ok(&["compress", p(&st), p(&out)]);
+    let err = fails(&["compress", p(&out), p(&dir.path("again.enec"))]);
+    assert!(err.contains("already an enec file"), "{err}");
+    // Missing input, existing output without --force, bad --frame.
+    let err = fails(&["compress", p(&dir.path("missing")), p(&dir.path("x.enec"))]);
+    assert!(err.contains("missing"), "{err}");
+    let err = fails(&["compress", p(&st), p(&out)]);
+    assert!(err.contains("--force"), "{err}");
+    let err = fails(&["compress", "-f", "--frame", "1000", p(&st), p(&out)]);
+    assert!(err.contains("power of two"), "{err}");
+    assert_eq!(
+        listing(dir.0.path()),
+        ["m.safetensors", "notes.enec", "notes.safetensors"]
+    );
+}
+
+#[test]
+fn truncated_container_is_refused_and_leaves_no_output() {
+    let dir = Dir::new();
+    let (file, _) = checkpoint();
+    let input = dir.write("m.safetensors", &file);
+    let packed = dir.path("m.enec");
+    ok(&["compress", p(&input), p(&packed)]);
+    let bytes = std::fs::read(&packed).unwrap();
+    for cut in [1, 31, 32, 100, bytes.len() / 2, bytes.len() - 40] {
+        let short = dir.write("short.enec", &bytes[..bytes.len() - cut]);
+        let err = fails(&["decompress", p(&short), p(&dir.path("out.safetensors"))]);
+        assert!(
+            err.contains("truncated") || err.contains("not completely written"),
+            "cut {cut}: {err}"
+        );
+        let err = fails(&["info", p(&short)]);
+        assert!(err.contains("truncated"), "cut {cut}: {err}");
+    }
+    assert_eq!(
+        listing(dir.0.path()),
+        ["m.enec", "m.safetensors", "short.enec"]
+    );
+}
+
+#[test]
+fn flipped_bit_names_the_tensor_and_frame() {
+    let dir = Dir::new();
+    let (file, _) = checkpoint();
+    let input = dir.write("m.safetensors", &file);
+    let packed = dir.path("m.enec");
+    ok(&["compress", "--frame", "1024", p(&input), p(&packed)]);
+    let mut bytes = std::fs::read(&packed).unwrap();
+    let at = {
+        let c = Container::parse(&bytes).unwrap();
+        let (_, e) = c.find("model.norm.weight").unwrap();
+        let stream = c.payload(&e);
+        let frame = enec::frames(stream).unwrap().nth(1).unwrap().unwrap();
+        let f = &stream[frame.offset..];
+        // The first bytes of the residual plane (sign and mantissa bits): always data.
+        let residual = match f[12] {
+            2 => {
+                let table: usize = (0..f[16] as usize).map(|j| (1usize << f[17 + j]) - 1).sum();
+                32 + table.div_ceil(32) * 32
+            }
+            _ => 32,
+        };
+        e.offset as usize + frame.offset + residual + 2
+    };
+    bytes[at] ^= 0x04;
+    let bad = dir.write("bad.enec", &bytes);
+    let out = dir.path("bad.safetensors");
+    let err = fails(&["decompress", p(&bad), p(&out)]);
+    assert!(err.contains("tensor \"model.norm.weight\""), "{err}");
+    assert!(err.contains("checksum mismatch in frame 1"), "{err}");
+    assert!(!out.exists());
+    // A flipped bit in the index or in a verbatim piece is caught too.
+    let original = std::fs::read(&packed).unwrap();
+    let c = Container::parse(&original).unwrap();
+    let (_, ids) = c.find("model.position_ids").unwrap();
+    for (at, needle) in [
+        (c.index().index_offset() as usize + 3, "index"),
+        (
+            ids.offset as usize + 5,
+            "tensor \"model.position_ids\": checksum mismatch",
+        ),
+    ] {
+        let mut bytes = original.clone();
+        bytes[at] ^= 0x01;
+        let bad = dir.write("bad.enec", &bytes);
+        let err = fails(&["decompress", p(&bad), p(&out)]);
+        assert!(err.contains(needle), "{err}");
+        assert!(!out.exists());
+    }
+    assert_eq!(
+        listing(dir.0.path()),
+        ["bad.enec", "m.enec", "m.safetensors"]
+    );
+}
+
+#[test]
+fn demo_runs_anywhere_and_leaves_nothing() {
+    let cwd = Dir::new();
+    let tmp = Dir::new();
+    for args in [&[][..], &["demo", "--threads", "1"]] {
+        let out = Command::new(BIN)
+            .args(args)
+            .current_dir(cwd.0.path())
+            .env("TMPDIR", tmp.0.path())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains("all round trips byte-identical"), "{text}");
+        assert!(text.contains("checksum mismatch in frame"), "{text}");
+        for dtype in ["bf16", "fp16", "fp32"] {
+            assert!(text.contains(dtype), "{text}");
+        }
+        assert!(!text.contains("MISMATCH"), "{text}");
+        assert!(listing(cwd.0.path()).is_empty());
+        assert!(listing(tmp.0.path()).is_empty());
+    }
+}
+
+#[test]
+fn help_names_every_command() {
+    let text = ok(&["--help"]);
+    for command in ["compress", "decompress", "info", "demo"] {
+        assert!(text.contains(command), "{text}");
+    }
+    let text = ok(&["compress", "--help"]);
+    for option in [
+        "--dtype",
+        "--coding",
+        "--frame",
+        "--no-checksum",
+        "--threads",
+    ] {
+        assert!(text.contains(option), "{text}");
+    }
+    let out = enec(&["compress"]);
+    assert_eq!(out.status.code(), Some(2), "usage errors exit with 2");
+}
