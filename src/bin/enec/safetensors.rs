@@ -49,7 +49,7 @@ pub fn dtype_size(dtype: &str) -> Option<u64> {
         "BOOL" | "U8" | "I8" | "F8_E5M2" | "F8_E4M3" | "F8_E8M0" => 1,
         "I16" | "U16" | "F16" | "BF16" => 2,
         "I32" | "U32" | "F32" => 4,
-        "I64" | "U64" | "F64" | "C64" => 8,
+        "I64" | "U64" | "F64" => 8,
         _ => return None,
     })
 }
