@@ -471,46 +471,92 @@ pub struct FrameLayout {
     pub bytes: usize,
 }
 
+/// One section of a frame body, in stream order.
+enum Section {
+    /// Bytes copied verbatim (stored frames, the ranked symbol table).
+    Bytes(usize),
+    /// A bit plane: width, count.
+    Plane(u32, usize),
+}
+
+/// Visits the sections of a frame's body in order: the single definition of where things lie,
+/// shared by the layout (decoder, writer) and the size (encoder's parameter search).
+fn sections(
+    dtype: Dtype,
+    elements: usize,
+    dead_bits: u8,
+    params: &FrameParams,
+    mut visit: impl FnMut(Section),
+) {
+    let residual_width = 1 + dtype.mantissa_bits() - u32::from(dead_bits);
+    match params {
+        FrameParams::Stored => visit(Section::Bytes(elements * dtype.element_bytes())),
+        FrameParams::Groups(g) => {
+            let groups = elements.div_ceil(GROUP_LEN);
+            visit(Section::Plane(residual_width, elements));
+            visit(Section::Plane(1, groups));
+            visit(Section::Plane(g.low.into(), GROUP_LEN * groups));
+            let high = u32::from(g.width - g.low.min(g.width));
+            visit(Section::Plane(high, GROUP_LEN * g.flagged as usize));
+        }
+        FrameParams::Ranked(r) => {
+            visit(Section::Bytes(r.table_len()));
+            visit(Section::Plane(residual_width, elements));
+            let levels = usize::from(r.levels).min(MAX_LEVELS);
+            let mut count = elements;
+            for j in 0..levels {
+                visit(Section::Plane(r.widths[j].into(), count));
+                count = r.counts[j] as usize;
+            }
+            visit(Section::Plane(dtype.exponent_bits(), count));
+        }
+    }
+}
+
+/// Total size of a frame with these parameters, header and padding included.
+pub fn frame_bytes(dtype: Dtype, elements: usize, dead_bits: u8, params: &FrameParams) -> usize {
+    let mut bytes = FRAME_HEADER_BYTES;
+    sections(dtype, elements, dead_bits, params, |section| {
+        bytes += match section {
+            Section::Bytes(n) => pad32(n),
+            Section::Plane(width, count) => Plane::bytes(width, count),
+        }
+    });
+    bytes
+}
+
 impl FrameLayout {
-    /// The layout of a frame of `elements` elements with these parameters. `None` for stored
-    /// frames' planes (their body is the elements verbatim).
+    /// The layout of a frame of `elements` elements with these parameters (stored frames have
+    /// no planes: their body is the elements verbatim).
     pub fn new(dtype: Dtype, elements: usize, dead_bits: u8, params: &FrameParams) -> FrameLayout {
         let mut layout = FrameLayout::default();
         let mut at = FRAME_HEADER_BYTES;
-        let residual_width = 1 + dtype.mantissa_bits() - u32::from(dead_bits);
-        let push = |layout: &mut FrameLayout, at: &mut usize, width: u32, count: usize| {
-            let plane = Plane::at(*at, width, count);
-            *at = plane.end();
-            layout.planes[layout.plane_count] = plane;
-            layout.plane_count += 1;
-        };
-        match params {
-            FrameParams::Stored => {
-                at += pad32(elements * dtype.element_bytes());
-            }
-            FrameParams::Groups(g) => {
-                layout.residual = Plane::at(at, residual_width, elements);
-                at = layout.residual.end();
-                let groups = elements.div_ceil(GROUP_LEN);
-                push(&mut layout, &mut at, 1, groups);
-                push(&mut layout, &mut at, g.low.into(), GROUP_LEN * groups);
-                let high = u32::from(g.width - g.low.min(g.width));
-                push(&mut layout, &mut at, high, GROUP_LEN * g.flagged as usize);
-            }
-            FrameParams::Ranked(r) => {
-                let table_len = r.table_len();
-                layout.table = (at, table_len);
-                at += pad32(table_len);
-                layout.residual = Plane::at(at, residual_width, elements);
-                at = layout.residual.end();
-                let levels = usize::from(r.levels).min(MAX_LEVELS);
-                let mut count = elements;
-                for j in 0..levels {
-                    push(&mut layout, &mut at, r.widths[j].into(), count);
-                    count = r.counts[j] as usize;
+        let mut residual_done = false;
+        sections(
+            dtype,
+            elements,
+            dead_bits,
+            params,
+            |section| match section {
+                Section::Bytes(n) => {
+                    layout.table = (at, n);
+                    at += pad32(n);
                 }
-                push(&mut layout, &mut at, dtype.exponent_bits(), count);
-            }
+                Section::Plane(width, count) => {
+                    let plane = Plane::at(at, width, count);
+                    at = plane.end();
+                    if residual_done {
+                        layout.planes[layout.plane_count] = plane;
+                        layout.plane_count += 1;
+                    } else {
+                        layout.residual = plane;
+                        residual_done = true;
+                    }
+                }
+            },
+        );
+        if matches!(params, FrameParams::Stored) {
+            layout.table = (0, 0);
         }
         layout.bytes = at;
         layout

@@ -6,13 +6,14 @@
 use crate::checksum::h32;
 use crate::error::{Error, Result};
 use crate::format::{
-    pad32, Dtype, FrameHeader, FrameLayout, FrameParams, GroupsParams, RankedParams,
+    frame_bytes, pad32, Dtype, FrameHeader, FrameLayout, FrameParams, GroupsParams, RankedParams,
     FRAME_HEADER_BYTES, GROUP_LEN, MAX_FRAME_LEN,
 };
 use crate::kernels::{
     choose_ranked, escape_masks, expand, group_flagged, group_range, groups_forward,
-    groups_inverse, groups_unflagged, groups_width, load, lookup, merge_store, ranked_code,
-    unpack_range, Fields, FrameStats, PlaneWriter, Ranking, GROUPS_BASES, MAX_LEVELS, MAX_SYMBOLS,
+    groups_inverse, groups_unflagged, groups_width, load, lookup, merge_store, pack_plane,
+    ranked_code, unpack_range, Fields, FrameStats, PlaneWriter, Ranking, GROUPS_BASES, MAX_LEVELS,
+    MAX_SYMBOLS,
 };
 
 /// Which exponent coding the writer wants.
@@ -75,7 +76,7 @@ fn encode_frame_impl<const B: usize>(
 ) -> Result<usize> {
     let stats = FrameStats::gather::<B>(input, elements, dtype);
     let dead_bits = stats.dead_bits(dtype) as u8;
-    let size_of = |params: &FrameParams| FrameLayout::new(dtype, elements, dead_bits, params).bytes;
+    let size_of = |params: &FrameParams| frame_bytes(dtype, elements, dead_bits, params);
 
     let stored = (FrameParams::Stored, max_frame_bytes(dtype, elements));
     let ranking = Ranking::new(&stats.histogram, 1 << dtype.exponent_bits());
@@ -205,18 +206,27 @@ fn write_ranked<const B: usize>(
     let starts = params.rank_starts();
     let (table_at, table_len) = layout.table;
     out[table_at..table_at + table_len].copy_from_slice(&ranking.order[..table_len]);
-    let mut residual = PlaneWriter::new(layout.residual);
+    pack_plane(out, &layout.residual, |i| {
+        fields.split(load::<B>(input, i)).1
+    });
+    let rank_of =
+        |i: usize| usize::from(ranking.rank[fields.split(load::<B>(input, i)).0 as usize]);
+    let escape1 = (1usize << params.widths[0]) - 1;
+    pack_plane(out, &layout.planes[0], |i| rank_of(i).min(escape1) as u32);
+    // Levels 2.. hold only the escaped elements, compacted: written in element order.
     let mut planes = layout.planes.map(PlaneWriter::new);
     for i in 0..elements {
-        let (x, r) = fields.split(load::<B>(input, i));
-        residual.push(out, r);
-        let rank = usize::from(ranking.rank[x as usize]);
-        for (level, plane) in planes[..levels].iter_mut().enumerate() {
+        let rank = rank_of(i);
+        if rank < starts[1] {
+            continue;
+        }
+        for (level, plane) in planes[..levels].iter_mut().enumerate().skip(1) {
             if let Some(code) = ranked_code(rank, level, &starts, &params.widths) {
                 plane.push(out, code);
             }
         }
         if rank >= starts[levels] {
+            let (x, _) = fields.split(load::<B>(input, i));
             planes[levels].push(out, x);
         }
     }
@@ -244,25 +254,24 @@ fn write_groups<const B: usize>(
         flags.set(t, flagged);
         flag_plane.push(out, flagged.into());
     }
-    let mut residual = PlaneWriter::new(layout.residual);
-    let mut low_plane = PlaneWriter::new(layout.planes[1]);
-    let mut high_plane = PlaneWriter::new(layout.planes[2]);
-    let mut t = 0;
-    for i in 0..GROUP_LEN * groups {
-        let y = if i < elements {
-            let (x, r) = fields.split(load::<B>(input, i));
-            residual.push(out, r);
-            groups_forward(x, base, width)
+    let y_of = |i: usize| {
+        if i < elements {
+            groups_forward(fields.split(load::<B>(input, i)).0, base, width)
         } else {
             0
-        };
-        low_plane.push(out, y & ((1 << low) - 1));
-        if flags.get(t) {
-            high_plane.push(out, y >> low);
         }
-        t += 1;
-        if t == groups {
-            t = 0;
+    };
+    pack_plane(out, &layout.residual, |i| {
+        fields.split(load::<B>(input, i)).1
+    });
+    pack_plane(out, &layout.planes[1], |i| y_of(i) & ((1 << low) - 1));
+    // The high bits of flagged groups only, in element order (rows of the interleave).
+    let mut high_plane = PlaneWriter::new(layout.planes[2]);
+    for row in 0..GROUP_LEN {
+        for t in 0..groups {
+            if flags.get(t) {
+                high_plane.push(out, y_of(row * groups + t) >> low);
+            }
         }
     }
 }
@@ -436,7 +445,11 @@ fn read_ranked<const B: usize>(
         );
     }
     let planes = &layout.planes[1..=levels];
-    if next[1..=levels].iter().zip(planes).any(|(&n, plane)| n != plane.count) {
+    if next[1..=levels]
+        .iter()
+        .zip(planes)
+        .any(|(&n, plane)| n != plane.count)
+    {
         return Err("escape counts do not match the level planes");
     }
     Ok(())

@@ -153,9 +153,14 @@ impl Plane {
         self.end
     }
 
-    /// Bytes the plane occupies, padding included.
+    /// Bytes a plane of `count` `width`-bit values occupies, padding included.
+    #[inline]
     pub fn bytes(width: u32, count: usize) -> usize {
-        Plane::at(0, width, count).end
+        [1u32, 2, 4, 8, 16]
+            .iter()
+            .filter(|&&bits| width & bits != 0)
+            .map(|&bits| pad32(2 * (count * bits as usize).div_ceil(16)))
+            .sum()
     }
 
     fn subs(&self) -> &[SubPlane] {
@@ -191,6 +196,34 @@ pub fn pack_halving(lanes: &mut [u16], bits: u32) -> usize {
         len = half;
     }
     words
+}
+
+/// Packs a whole plane whose values can be computed by index: word `j` of each sub-plane gathers
+/// the fields of values `j, j + W, j + 2W, ...` (the layout hierarchical halving produces),
+/// a run of words at a time so the inner loop is contiguous and vectorizes. Overwrites the plane.
+#[inline(always)]
+pub fn pack_plane(frame: &mut [u8], plane: &Plane, value: impl Fn(usize) -> u32) {
+    const RUN: usize = 64;
+    for sub in plane.subs() {
+        let mask = (1u32 << sub.bits) - 1;
+        for first_word in (0..sub.words).step_by(RUN) {
+            let run = RUN.min(sub.words - first_word);
+            let mut acc = [0u32; RUN];
+            for slot in 0..(16 / sub.bits) as usize {
+                let first = first_word + slot * sub.words;
+                let valid = plane.count.saturating_sub(first).min(run);
+                let shift = slot as u32 * sub.bits;
+                for (q, a) in acc[..valid].iter_mut().enumerate() {
+                    *a |= ((value(first + q) >> sub.shift) & mask) << shift;
+                }
+            }
+            let bytes =
+                &mut frame[sub.offset + 2 * first_word..sub.offset + 2 * (first_word + run)];
+            for (b, a) in bytes.chunks_exact_mut(2).zip(&acc[..run]) {
+                b.copy_from_slice(&(*a as u16).to_le_bytes());
+            }
+        }
+    }
 }
 
 /// Writes the values of one plane in order (the scatter form of hierarchical halving). The
