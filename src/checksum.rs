@@ -30,6 +30,7 @@ fn round(acc: &mut [u32; LANES], block: &[u8; BLOCK]) {
 }
 
 /// The checksum of `bytes` (at most 4 GiB: the length enters the hash modulo 2^32).
+#[inline(always)]
 pub fn h32(bytes: &[u8]) -> u32 {
     let mut acc = [0u32; LANES];
     for (j, a) in acc.iter_mut().enumerate() {

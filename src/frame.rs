@@ -60,13 +60,13 @@ pub fn encode_frame(
     if elements == 0 || elements > MAX_FRAME_LEN {
         return Err(Error::InvalidFrameLength(elements as u32));
     }
-    match eb {
-        2 => encode_frame_impl::<2>(dtype, coding, checksums, input, elements, out),
-        _ => encode_frame_impl::<4>(dtype, coding, checksums, input, elements, out),
-    }
+    crate::dispatch::encode_frame(dtype, coding, checksums, input, elements, out)
 }
 
-fn encode_frame_impl<const B: usize>(
+/// The encoder's element loops; `#[inline(always)]` down to the kernels so that
+/// [`crate::dispatch`] can compile them once per instruction set.
+#[inline(always)]
+pub(crate) fn encode_frame_impl<const B: usize>(
     dtype: Dtype,
     coding: Coding,
     checksums: bool,
@@ -123,6 +123,7 @@ fn encode_frame_impl<const B: usize>(
     Ok(bytes)
 }
 
+#[inline(always)]
 fn choose_ranked_params(
     ranking: &Ranking,
     elements: usize,
@@ -151,6 +152,7 @@ fn choose_ranked_params(
     )
 }
 
+#[inline(always)]
 fn choose_groups_params<const B: usize>(
     input: &[u8],
     stats: &FrameStats,
@@ -193,6 +195,7 @@ fn choose_groups_params<const B: usize>(
     best
 }
 
+#[inline(always)]
 fn write_ranked<const B: usize>(
     input: &[u8],
     elements: usize,
@@ -232,6 +235,7 @@ fn write_ranked<const B: usize>(
     }
 }
 
+#[inline(always)]
 fn write_groups<const B: usize>(
     input: &[u8],
     elements: usize,
@@ -328,6 +332,20 @@ pub fn decode_frame(
     frame: &[u8],
     out: &mut [u8],
 ) -> Result<usize> {
+    crate::dispatch::decode_frame(dtype, checksums, index, elements, frame, out)
+}
+
+/// [`decode_frame`]'s body; `#[inline(always)]` down to the kernels so that [`crate::dispatch`]
+/// can compile it once per instruction set.
+#[inline(always)]
+pub(crate) fn decode_frame_impl(
+    dtype: Dtype,
+    checksums: bool,
+    index: u32,
+    elements: usize,
+    frame: &[u8],
+    out: &mut [u8],
+) -> Result<usize> {
     let corrupt = |reason| Error::CorruptFrame {
         frame: index,
         reason,
@@ -369,6 +387,7 @@ pub fn decode_frame(
     Ok(layout.bytes)
 }
 
+#[inline(always)]
 fn read_ranked<const B: usize>(
     frame: &[u8],
     fields: &Fields,
@@ -455,6 +474,7 @@ fn read_ranked<const B: usize>(
     Ok(())
 }
 
+#[inline(always)]
 fn read_groups<const B: usize>(
     frame: &[u8],
     fields: &Fields,

@@ -442,6 +442,7 @@ pub struct FrameStats {
 
 impl FrameStats {
     /// Histogram and mantissa OR of a frame.
+    #[inline(always)]
     pub fn gather<const B: usize>(frame: &[u8], elements: usize, dtype: Dtype) -> FrameStats {
         let fields = Fields::new(dtype, 0);
         let mut stats = FrameStats {
@@ -644,6 +645,7 @@ pub fn group_range<const B: usize>(
 
 /// For each base candidate `b = first + c` and each low width `m`, the number of groups that
 /// are *not* flagged: `unflagged[c][m]`. One pass over the groups' exponent ranges.
+#[inline(always)]
 pub fn groups_unflagged<const B: usize>(
     frame: &[u8],
     elements: usize,

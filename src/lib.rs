@@ -27,7 +27,7 @@
 //! # Ok::<(), enec::Error>(())
 //! ```
 #![no_std]
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)] // allowed in `dispatch` only, for calling the AVX2-compiled kernels
 #![warn(missing_docs)]
 
 #[cfg(feature = "std")]
@@ -35,6 +35,7 @@ extern crate std;
 
 pub mod checksum;
 pub mod container;
+mod dispatch;
 mod error;
 pub mod format;
 pub mod frame;
@@ -42,6 +43,9 @@ pub mod kernels;
 mod stream;
 mod typed;
 
+pub use dispatch::simd_in_use;
+#[doc(hidden)]
+pub use dispatch::{decode_frame_portable, encode_frame_portable};
 pub use error::{Error, Result};
 pub use format::{max_encoded_len, Dtype, FrameCoding, StreamInfo};
 pub use frame::Coding;

@@ -1,0 +1,144 @@
+//! Runtime choice of instruction set for the per-frame element loops.
+//!
+//! The kernels are plain safe Rust written so the compiler vectorizes them. With the `std`
+//! feature on x86_64, the same code is compiled a second time with AVX2 (and BMI1/2, LZCNT,
+//! POPCNT) enabled and chosen at run time when the CPU has them; everything else (no_std builds,
+//! other architectures) runs the baseline compilation. Both produce identical bytes: they are the
+//! same source, and `tests/dispatch.rs` compares them.
+#![allow(unsafe_code)]
+
+use crate::error::Result;
+use crate::format::Dtype;
+use crate::frame::{decode_frame_impl, encode_frame_impl, Coding};
+
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+mod x86 {
+    use super::*;
+
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    pub(super) fn encode_frame<const B: usize>(
+        dtype: Dtype,
+        coding: Coding,
+        checksums: bool,
+        input: &[u8],
+        elements: usize,
+        out: &mut [u8],
+    ) -> Result<usize> {
+        encode_frame_impl::<B>(dtype, coding, checksums, input, elements, out)
+    }
+
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    pub(super) fn decode_frame(
+        dtype: Dtype,
+        checksums: bool,
+        index: u32,
+        elements: usize,
+        frame: &[u8],
+        out: &mut [u8],
+    ) -> Result<usize> {
+        decode_frame_impl(dtype, checksums, index, elements, frame, out)
+    }
+
+    pub(super) fn has_avx2() -> bool {
+        std::is_x86_feature_detected!("avx2")
+            && std::is_x86_feature_detected!("bmi1")
+            && std::is_x86_feature_detected!("bmi2")
+            && std::is_x86_feature_detected!("lzcnt")
+            && std::is_x86_feature_detected!("popcnt")
+    }
+}
+
+/// Whether the AVX2 compilation of the kernels is in use: with the `std` feature on an x86_64
+/// CPU that has AVX2, unless the environment variable `ENEC_PORTABLE=1` (read once) asks for the
+/// baseline compilation, to compare the two in tests and benchmarks.
+pub fn simd_in_use() -> bool {
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    {
+        static CHOICE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *CHOICE.get_or_init(|| {
+            x86::has_avx2() && std::env::var_os("ENEC_PORTABLE").is_none_or(|v| v != "1")
+        })
+    }
+    #[cfg(not(all(feature = "std", target_arch = "x86_64")))]
+    false
+}
+
+pub(crate) fn encode_frame(
+    dtype: Dtype,
+    coding: Coding,
+    checksums: bool,
+    input: &[u8],
+    elements: usize,
+    out: &mut [u8],
+) -> Result<usize> {
+    let wide = dtype.element_bytes() == 4;
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    if simd_in_use() {
+        // SAFETY: `simd_in_use` checked that this CPU has every feature the x86 functions are
+        // compiled for; they are otherwise ordinary safe functions.
+        return unsafe {
+            if wide {
+                x86::encode_frame::<4>(dtype, coding, checksums, input, elements, out)
+            } else {
+                x86::encode_frame::<2>(dtype, coding, checksums, input, elements, out)
+            }
+        };
+    }
+    if wide {
+        encode_frame_impl::<4>(dtype, coding, checksums, input, elements, out)
+    } else {
+        encode_frame_impl::<2>(dtype, coding, checksums, input, elements, out)
+    }
+}
+
+pub(crate) fn decode_frame(
+    dtype: Dtype,
+    checksums: bool,
+    index: u32,
+    elements: usize,
+    frame: &[u8],
+    out: &mut [u8],
+) -> Result<usize> {
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    if simd_in_use() {
+        // SAFETY: as in `encode_frame`: the CPU has the features `x86::decode_frame` needs.
+        return unsafe { x86::decode_frame(dtype, checksums, index, elements, frame, out) };
+    }
+    decode_frame_impl(dtype, checksums, index, elements, frame, out)
+}
+
+/// [`crate::frame::encode_frame`] on the baseline compilation, whatever the CPU: for tests that
+/// check both compilations write the same bytes.
+#[doc(hidden)]
+pub fn encode_frame_portable(
+    dtype: Dtype,
+    coding: Coding,
+    checksums: bool,
+    input: &[u8],
+    out: &mut [u8],
+) -> Result<usize> {
+    let eb = dtype.element_bytes();
+    let elements = input.len() / eb;
+    if input.len() % eb != 0 || elements == 0 || elements > crate::format::MAX_FRAME_LEN {
+        // Same validation as the public function, which reports it.
+        return crate::frame::encode_frame(dtype, coding, checksums, input, out);
+    }
+    if eb == 4 {
+        encode_frame_impl::<4>(dtype, coding, checksums, input, elements, out)
+    } else {
+        encode_frame_impl::<2>(dtype, coding, checksums, input, elements, out)
+    }
+}
+
+/// [`crate::frame::decode_frame`] on the baseline compilation, whatever the CPU.
+#[doc(hidden)]
+pub fn decode_frame_portable(
+    dtype: Dtype,
+    checksums: bool,
+    index: u32,
+    elements: usize,
+    frame: &[u8],
+    out: &mut [u8],
+) -> Result<usize> {
+    decode_frame_impl(dtype, checksums, index, elements, frame, out)
+}
