@@ -70,7 +70,7 @@ pub const MAX_RANK: usize = 16;
 pub const fn pad32(x: u64) -> u64 {
     match x.checked_add(ALIGN - 1) {
         Some(y) => y & !(ALIGN - 1),
-        None => u64::MAX & !(ALIGN - 1),
+        None => !(ALIGN - 1),
     }
 }
 
@@ -972,7 +972,8 @@ mod tests {
         // Rewrite the index with one wrong field at a time, and a matching checksum.
         let c = Container::parse(&file).unwrap();
         let entries: Vec<Entry> = c.entries().map(|(_, e)| e).collect();
-        let cases: [(usize, fn(&mut Entry)); 6] = [
+        type Change = fn(&mut Entry);
+        let cases: [(usize, Change); 6] = [
             (1, |e| e.original_offset += 1),
             (1, |e| e.offset += 32),
             (2, |e| e.len += 1),

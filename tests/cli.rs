@@ -80,7 +80,8 @@ fn checkpoint() -> (Vec<u8>, Vec<(&'static str, usize, usize)>) {
     let ids: Vec<u8> = (0..64i64).flat_map(i64::to_le_bytes).collect();
     let scalar: Vec<u8> = 1.5f32.to_le_bytes().to_vec();
     // (name, dtype, shape, bytes, gap after it)
-    let tensors: [(&str, &str, Vec<u64>, &[u8], usize); 5] = [
+    type Spec<'a> = (&'static str, &'static str, Vec<u64>, &'a [u8], usize);
+    let tensors: [Spec; 5] = [
         ("model.embed.weight", "BF16", vec![50, 100], &bf, 0),
         ("model.position_ids", "I64", vec![1, 64], &ids, 8),
         ("model.norm.weight", "F16", vec![3000], &hf, 0),
@@ -111,7 +112,7 @@ fn checkpoint() -> (Vec<u8>, Vec<(&'static str, usize, usize)>) {
     let data_start = file.len();
     for (_, _, _, bytes, gap) in &tensors {
         file.extend_from_slice(bytes);
-        file.extend(std::iter::repeat(0xEE).take(*gap));
+        file.extend(std::iter::repeat_n(0xEE, *gap));
     }
     file.extend_from_slice(b"trailing bytes");
     let spans = spans

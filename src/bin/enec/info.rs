@@ -38,59 +38,55 @@ fn ratio(original: u64, stored: u64) -> f64 {
 }
 
 fn rows(name: &str, data: &[u8], kind: &Kind<'_>) -> Result<Vec<Row>> {
-    let mut rows = Vec::new();
-    let entries: Vec<(String, String, Vec<u64>, PieceKind, u64, &[u8])> = match kind {
-        Kind::Stream(info) => vec![(
-            String::new(),
-            info.dtype.name().to_owned(),
+    let row = |name: &str, dtype: &str, shape: Vec<u64>, kind, original, stored: usize| Row {
+        name: name.to_owned(),
+        dtype: dtype.to_owned(),
+        shape,
+        kind,
+        original,
+        stored: stored as u64,
+        stream: None,
+        codings: [0; 3],
+    };
+    let mut rows: Vec<Row> = match kind {
+        Kind::Stream(info) => vec![row(
+            "",
+            info.dtype.name(),
             vec![info.element_count],
             PieceKind::Enec,
             info.decoded_bytes(),
-            data,
+            data.len(),
         )],
         Kind::Container(c) => c
             .entries()
             .map(|(_, e)| {
-                (
-                    e.name.to_owned(),
-                    e.dtype.to_owned(),
+                let stored = c.payload(&e).len();
+                row(
+                    e.name,
+                    e.dtype,
                     e.shape.to_vec(),
                     e.kind,
                     e.original_len,
-                    c.payload(&e),
+                    stored,
                 )
             })
             .collect(),
     };
     let sources = decompress::sources(name, data, kind)?;
-    for ((name_, dtype, shape, kind, original, payload), source) in
-        entries.into_iter().zip(&sources)
-    {
-        let mut codings = [0u64; 3];
-        let mut stream = None;
-        if kind == PieceKind::Enec {
-            let frames =
-                enec::frames(payload).map_err(|e| format!("{name}: {}: {e}", source.what))?;
-            stream = Some(*frames.info());
-            for frame in frames {
-                let frame = frame.map_err(|e| format!("{name}: {}: {e}", source.what))?;
-                codings[match frame.coding {
-                    FrameCoding::Stored => 0,
-                    FrameCoding::Groups => 1,
-                    FrameCoding::Ranked => 2,
-                }] += 1;
-            }
+    for (row, source) in rows.iter_mut().zip(&sources) {
+        if row.kind != PieceKind::Enec {
+            continue;
         }
-        rows.push(Row {
-            name: name_,
-            dtype,
-            shape,
-            kind,
-            original,
-            stored: payload.len() as u64,
-            stream,
-            codings,
-        });
+        let fail = |e: enec::Error| format!("{name}: {}: {e}", source.what);
+        let frames = enec::frames(source.payload).map_err(fail)?;
+        row.stream = Some(*frames.info());
+        for frame in frames {
+            row.codings[match frame.map_err(fail)?.coding {
+                FrameCoding::Stored => 0,
+                FrameCoding::Groups => 1,
+                FrameCoding::Ranked => 2,
+            }] += 1;
+        }
     }
     Ok(rows)
 }
