@@ -42,6 +42,13 @@ pub enum Error {
     TooLarge,
     /// A typed helper was asked for one dtype and the stream holds another.
     DtypeMismatch { stream: Dtype, requested: Dtype },
+    /// Frame `frame` needs `bytes` bytes of a streaming encoder's or decoder's buffer (its
+    /// compressed and decoded sizes together), more than its fixed `capacity`.
+    FrameTooLarge {
+        frame: u32,
+        bytes: u64,
+        capacity: u64,
+    },
 }
 
 impl fmt::Display for Error {
@@ -93,6 +100,15 @@ impl fmt::Display for Error {
                 "stream holds {} elements, {} were requested",
                 stream.name(),
                 requested.name()
+            ),
+            Error::FrameTooLarge {
+                frame,
+                bytes,
+                capacity,
+            } => write!(
+                f,
+                "frame {frame} needs {bytes} bytes of streaming buffer, more than this codec's \
+                 capacity of {capacity} bytes (size it with enec::streaming::capacity_for)"
             ),
         }
     }

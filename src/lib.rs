@@ -39,8 +39,10 @@ mod dispatch;
 mod error;
 pub mod format;
 pub mod frame;
+pub mod io;
 pub mod kernels;
 mod stream;
+pub mod streaming;
 mod typed;
 
 pub use dispatch::simd_in_use;
@@ -52,4 +54,5 @@ pub use frame::Coding;
 pub use stream::{
     decode, encode, frames, max_encoded_size, read_header, EncodeOptions, FrameInfo, Frames,
 };
+pub use streaming::{Decoder, Encoder, Progress, Status};
 pub use typed::{decode_bf16, decode_f16, decode_f32, encode_bf16, encode_f16, encode_f32};
