@@ -437,7 +437,12 @@ fn read_ranked<const B: usize>(
             if level == levels || n == 0 {
                 break;
             }
-            lookup(codes, &luts[level], &mut exps[level][..n]);
+            lookup(
+                codes,
+                &luts[level],
+                usize::from(escapes[level]),
+                &mut exps[level][..n],
+            );
             counts[level + 1] = escape_masks(codes, escapes[level], &mut masks[level]);
         }
         // Bottom-up: the exponent level's values fill the last level's escapes, and so on.

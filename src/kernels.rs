@@ -314,28 +314,24 @@ pub fn escape_masks(codes: &[u8], escape: u8, masks: &mut [u64]) -> usize {
     const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
     const GATHER: u64 = 0x0102_0408_1020_4080; // moves bit 8k+7 of each byte to bit 56+k
     let splat = u64::from(escape) * 0x0101_0101_0101_0101;
-    let mut total = 0;
-    masks.fill(0);
     let eq_bits = |eight: u64| {
         let x = eight ^ splat; // zero bytes where code == escape
         let zero = !(((x & LOW7) + LOW7) | x | LOW7); // bit 7 of each zero byte
         (zero >> 7).wrapping_mul(GATHER) >> 56
     };
+    let mut total = 0;
+    masks.fill(0);
     for (block, mask) in codes.chunks(64).zip(masks.iter_mut()) {
         let mut m = 0u64;
         let mut eights = block.chunks_exact(8);
-        for (b, eight) in (&mut eights).enumerate() {
-            let v = u64::from_le_bytes([
-                eight[0], eight[1], eight[2], eight[3], eight[4], eight[5], eight[6], eight[7],
-            ]);
+        for (b, e) in (&mut eights).enumerate() {
+            let v = u64::from_le_bytes([e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]]);
             m |= eq_bits(v) << (8 * b);
         }
         let rest = eights.remainder();
         if !rest.is_empty() {
             let mut last = [!escape; 8];
-            for (l, &c) in last.iter_mut().zip(rest) {
-                *l = c;
-            }
+            last[..rest.len()].copy_from_slice(rest);
             m |= eq_bits(u64::from_le_bytes(last)) << (block.len() - rest.len());
         }
         *mask = m;
@@ -344,11 +340,22 @@ pub fn escape_masks(codes: &[u8], escape: u8, masks: &mut [u64]) -> usize {
     total
 }
 
-/// `out[q] = table[codes[q]]`: the symbol lookup (codes are below the table length by construction).
+/// `out[q] = table[codes[q]]`: the symbol lookup (codes are below the table length by
+/// construction). Small tables (the usual 2- to 4-bit codes) use a chain of compares and
+/// selects, which vectorizes; larger ones a plain gather.
 #[inline(always)]
-pub fn lookup(codes: &[u8], table: &[u8; MAX_SYMBOLS], out: &mut [u8]) {
-    for (o, &c) in out.iter_mut().zip(codes) {
-        *o = table[usize::from(c)];
+pub fn lookup(codes: &[u8], table: &[u8; MAX_SYMBOLS], symbols: usize, out: &mut [u8]) {
+    if symbols <= 16 {
+        out.fill(0);
+        for (v, &x) in (0u8..).zip(&table[..symbols]) {
+            for (o, &c) in out.iter_mut().zip(codes) {
+                *o = if c == v { x } else { *o };
+            }
+        }
+    } else {
+        for (o, &c) in out.iter_mut().zip(codes) {
+            *o = table[usize::from(c)];
+        }
     }
 }
 
