@@ -1,0 +1,336 @@
+// Shared device code of the enec AscendC kernels: format-v1 layout, h32, vector building blocks.
+// See enec_kernel.cpp for the overview.
+#pragma once
+
+#include "kernel_operator.h"
+#include "enec_tiling.h"
+
+namespace enec {
+
+using AscendC::GlobalTensor;
+using AscendC::LocalTensor;
+using AscendC::TPosition;
+
+constexpr uint32_t TILE = 1024;           // elements per vector step (multiple of 128 for Compare)
+constexpr uint32_t RUN_WORDS = TILE + 16; // one copied run of plane words plus left padding
+constexpr uint32_t BUFFER_NUM = 2;        // double buffering
+constexpr uint32_t MAX_LEVELS = 3;
+constexpr uint32_t MAX_GROUPS = 4096;     // 65,536 / 16
+constexpr uint32_t HEADER_BYTES = 32;
+constexpr uint32_t TABLE_SLOTS = 512;     // symbol / rank table, zero padded past 2^E
+
+__aicore__ inline uint32_t pad32(uint32_t x) { return (x + 31u) & ~31u; }
+__aicore__ inline uint32_t round_up(uint32_t x, uint32_t m) { return (x + m - 1) / m * m; }
+__aicore__ inline uint32_t min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
+__aicore__ inline uint32_t max_u32(uint32_t a, uint32_t b) { return a > b ? a : b; }
+
+// ---------------------------------------------------------------------------------------------
+// Dtypes and frame layout (mirror of src/format.rs: Dtype, Plane::at, FrameLayout::new)
+// ---------------------------------------------------------------------------------------------
+
+struct Dtype {
+    uint32_t code;  // 1, 2, 3
+    uint32_t e;     // exponent bits E
+    uint32_t m;     // mantissa bits M
+    uint32_t eb;    // element bytes
+};
+
+__aicore__ inline Dtype dtype_of(uint32_t code) {
+    Dtype d;
+    d.code = code;
+    if (code == 1) { d.e = 8; d.m = 7; d.eb = 2; }
+    else if (code == 2) { d.e = 5; d.m = 10; d.eb = 2; }
+    else { d.e = 8; d.m = 23; d.eb = 4; }
+    return d;
+}
+
+struct SubPlane {
+    uint32_t offset;  // bytes from the frame start
+    uint32_t words;   // W = ceil(count * bits / 16)
+    uint32_t bits;    // p
+    uint32_t shift;   // o
+};
+
+struct Plane {
+    SubPlane subs[5];
+    uint32_t len;
+    uint32_t count;
+    uint32_t width;
+    uint32_t end;
+};
+
+__aicore__ inline Plane plane_at(uint32_t offset, uint32_t width, uint32_t count) {
+    Plane p;
+    p.len = 0;
+    p.count = count;
+    p.width = width;
+    p.end = offset;
+    for (uint32_t bits = 1; bits <= 16; bits <<= 1) {
+        if ((width & bits) != 0) {
+            uint32_t words = (count * bits + 15) / 16;
+            p.subs[p.len].offset = p.end;
+            p.subs[p.len].words = words;
+            p.subs[p.len].bits = bits;
+            p.subs[p.len].shift = width & (bits - 1);
+            p.len++;
+            p.end += pad32(2 * words);
+        }
+    }
+    return p;
+}
+
+enum Coding : uint32_t { CODING_STORED = 0, CODING_GROUPS = 1, CODING_RANKED = 2 };
+
+struct Params {
+    uint32_t coding;
+    uint32_t dead;      // k
+    uint32_t base, width, low, flagged;          // groups
+    uint32_t levels, widths[MAX_LEVELS], counts[MAX_LEVELS];  // ranked
+};
+
+__aicore__ inline void rank_starts(const Params& p, uint32_t s[MAX_LEVELS + 1]) {
+    s[0] = 0;
+    for (uint32_t j = 0; j < MAX_LEVELS; j++)
+        s[j + 1] = j < p.levels ? s[j] + (1u << p.widths[j]) - 1 : s[j];
+}
+
+struct Layout {
+    uint32_t tableAt, tableLen;
+    Plane residual;
+    Plane planes[MAX_LEVELS + 1];
+    uint32_t planeCount;
+    uint32_t bytes;
+};
+
+__aicore__ inline Layout frame_layout(const Dtype& d, uint32_t elements, const Params& p) {
+    Layout l;
+    l.tableAt = HEADER_BYTES;
+    l.tableLen = 0;
+    l.planeCount = 0;
+    l.residual = plane_at(HEADER_BYTES, 0, 0);
+    uint32_t at = HEADER_BYTES;
+    uint32_t residualWidth = 1 + d.m - p.dead;
+    if (p.coding == CODING_STORED) {
+        l.bytes = at + pad32(elements * d.eb);
+        return l;
+    }
+    if (p.coding == CODING_GROUPS) {
+        l.residual = plane_at(at, residualWidth, elements);
+        at = l.residual.end;
+        uint32_t groups = (elements + 15) / 16;
+        l.planes[0] = plane_at(at, 1, groups);
+        at = l.planes[0].end;
+        l.planes[1] = plane_at(at, p.low, 16 * groups);
+        at = l.planes[1].end;
+        l.planes[2] = plane_at(at, p.width - min_u32(p.low, p.width), 16 * p.flagged);
+        at = l.planes[2].end;
+        l.planeCount = 3;
+    } else {
+        uint32_t s[MAX_LEVELS + 1];
+        rank_starts(p, s);
+        l.tableLen = s[p.levels];
+        at += pad32(l.tableLen);
+        l.residual = plane_at(at, residualWidth, elements);
+        at = l.residual.end;
+        uint32_t count = elements;
+        for (uint32_t j = 0; j < p.levels; j++) {
+            l.planes[j] = plane_at(at, p.widths[j], count);
+            at = l.planes[j].end;
+            count = p.counts[j];
+        }
+        l.planes[p.levels] = plane_at(at, d.e, count);
+        at = l.planes[p.levels].end;
+        l.planeCount = p.levels + 1;
+    }
+    l.bytes = at;
+    return l;
+}
+
+// ---------------------------------------------------------------------------------------------
+// h32 (src/checksum.rs), scalar: XXH32 rounds in 32 lanes over 128-byte blocks.
+// Scalar because the 32-bit wrapping multiply is not an A2 vector operation.
+// ---------------------------------------------------------------------------------------------
+
+constexpr uint32_t P1 = 0x9E3779B1u, P2 = 0x85EBCA77u, P3 = 0xC2B2AE3Du, P4 = 0x27D4EB2Fu, P5 = 0x165667B1u;
+
+__aicore__ inline uint32_t rotl32(uint32_t x, uint32_t r) { return (x << r) | (x >> (32 - r)); }
+
+struct H32 {
+    uint32_t acc[32];
+    uint32_t len;
+    __aicore__ inline void init() {
+        for (uint32_t j = 0; j < 32; j++) acc[j] = P5 + j;
+        len = 0;
+    }
+    // Feeds `n` bytes; every call but the last must feed a multiple of 128 bytes.
+    __aicore__ inline void feed(const LocalTensor<uint8_t>& bytes, uint32_t n) {
+        LocalTensor<uint32_t> words = bytes.ReinterpretCast<uint32_t>();
+        uint32_t full = n / 128;
+        for (uint32_t b = 0; b < full; b++)
+            for (uint32_t j = 0; j < 32; j++)
+                acc[j] = rotl32(acc[j] + words.GetValue(b * 32 + j) * P2, 13) * P1;
+        uint32_t rest = n - full * 128;
+        if (rest != 0) {
+            for (uint32_t j = 0; j < 32; j++) {
+                uint32_t w = 0;
+                for (uint32_t k = 0; k < 4; k++) {
+                    uint32_t at = full * 128 + 4 * j + k;
+                    if (at < n) w |= uint32_t(bytes.GetValue(at)) << (8 * k);
+                }
+                acc[j] = rotl32(acc[j] + w * P2, 13) * P1;
+            }
+        }
+        len += n;
+    }
+    __aicore__ inline uint32_t finish() const {
+        uint32_t h = len + P5;
+        for (uint32_t j = 0; j < 32; j++) h = rotl32(h + acc[j] * P3, 17) * P4;
+        h ^= h >> 15;
+        h *= P2;
+        h ^= h >> 13;
+        h *= P3;
+        h ^= h >> 16;
+        return h;
+    }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Frame header (src/format.rs FrameHeader::parse + the checks of frame.rs decode_frame)
+// ---------------------------------------------------------------------------------------------
+
+__aicore__ inline uint32_t u32_at(const LocalTensor<uint8_t>& b, uint32_t at) {
+    return uint32_t(b.GetValue(at)) | (uint32_t(b.GetValue(at + 1)) << 8) | (uint32_t(b.GetValue(at + 2)) << 16) |
+           (uint32_t(b.GetValue(at + 3)) << 24);
+}
+
+// Returns an EnecFrameStatus; fills `p`, `frameBytes`, `checksum`.
+__aicore__ inline uint32_t parse_frame_header(const LocalTensor<uint8_t>& b, const Dtype& d, uint32_t elements,
+                                              Params& p, uint32_t& frameBytes, uint32_t& checksum) {
+    frameBytes = u32_at(b, 0);
+    checksum = u32_at(b, 4);
+    uint32_t n = u32_at(b, 8);
+    p.coding = b.GetValue(12);
+    p.dead = b.GetValue(13);
+    p.base = p.width = p.low = p.flagged = 0;
+    p.levels = 0;
+    for (uint32_t j = 0; j < MAX_LEVELS; j++) p.widths[j] = p.counts[j] = 0;
+    if (p.dead > d.m) return ENEC_FRAME_CORRUPT;
+    if (b.GetValue(14) != 0 || b.GetValue(15) != 0) return ENEC_FRAME_CORRUPT;
+    if (p.coding == CODING_STORED) {
+        if (p.dead != 0) return ENEC_FRAME_CORRUPT;
+        for (uint32_t i = 16; i < 32; i++)
+            if (b.GetValue(i) != 0) return ENEC_FRAME_CORRUPT;
+    } else if (p.coding == CODING_GROUPS) {
+        p.base = b.GetValue(16);
+        p.width = b.GetValue(17);
+        p.low = b.GetValue(18);
+        p.flagged = u32_at(b, 20);
+        if (p.base >= (1u << d.e) || p.width == 0 || p.width > d.e || p.low > p.width) return ENEC_FRAME_CORRUPT;
+        if (b.GetValue(19) != 0) return ENEC_FRAME_CORRUPT;
+        for (uint32_t i = 24; i < 32; i++)
+            if (b.GetValue(i) != 0) return ENEC_FRAME_CORRUPT;
+        if (p.flagged > (n + 15) / 16) return ENEC_FRAME_CORRUPT;
+        if (p.low == p.width && p.flagged != 0) return ENEC_FRAME_CORRUPT;
+    } else if (p.coding == CODING_RANKED) {
+        p.levels = b.GetValue(16);
+        if (p.levels < 1 || p.levels > MAX_LEVELS) return ENEC_FRAME_CORRUPT;
+        for (uint32_t j = 0; j < MAX_LEVELS; j++) {
+            p.widths[j] = b.GetValue(17 + j);
+            p.counts[j] = u32_at(b, 20 + 4 * j);
+            bool used = j < p.levels;
+            if ((used && (p.widths[j] == 0 || p.widths[j] > d.e)) || (!used && p.widths[j] != 0))
+                return ENEC_FRAME_CORRUPT;
+            if (j >= p.levels && p.counts[j] != 0) return ENEC_FRAME_CORRUPT;
+        }
+        uint32_t s[MAX_LEVELS + 1];
+        rank_starts(p, s);
+        if (s[p.levels] > (1u << d.e)) return ENEC_FRAME_CORRUPT;
+        uint32_t prev = n;
+        for (uint32_t j = 0; j < p.levels; j++) {
+            if (p.counts[j] > prev) return ENEC_FRAME_CORRUPT;
+            prev = p.counts[j];
+        }
+    } else {
+        return ENEC_FRAME_UNSUPPORTED_CODING;
+    }
+    if (n != elements || elements == 0) return ENEC_FRAME_CORRUPT;
+    return ENEC_FRAME_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Vector building blocks shared by both kernels
+// ---------------------------------------------------------------------------------------------
+
+// x & (2^bits - 1) on uint16 lanes with two constant shifts (no mask tensor needed).
+__aicore__ inline void keep_low_bits(const LocalTensor<uint16_t>& v, uint32_t bits, uint32_t n) {
+    if (bits >= 16) return;
+    if (bits == 0) {
+        AscendC::Duplicate(v, uint16_t(0), int32_t(n));
+        return;
+    }
+    AscendC::ShiftLeft(v, v, uint16_t(16 - bits), int32_t(n));
+    AscendC::ShiftRight(v, v, uint16_t(16 - bits), int32_t(n));
+}
+
+__aicore__ inline void keep_low_bits32(const LocalTensor<uint32_t>& v, uint32_t bits, uint32_t n) {
+    if (bits >= 32) return;
+    AscendC::ShiftLeft(v, v, uint32_t(32 - bits), int32_t(n));
+    AscendC::ShiftRight(v, v, uint32_t(32 - bits), int32_t(n));
+}
+
+// Gather offset tables, built once per core (scalar, 3 * TILE entries):
+//   ilv[k]        interleave: lane k of a u32 array viewed as u16 takes lane k/2 of the low source
+//                 (bytes 0..2*TILE) for even k and of the high source (bytes 2*TILE..) for odd k;
+//   dlv[i]        deinterleave even: u16 lane 2i of a u32 array (its low half);
+//   dlv[TILE + i] deinterleave odd: u16 lane 2i + 1 (its high half).
+__aicore__ inline void build_offsets(const LocalTensor<uint32_t>& ilv, const LocalTensor<uint32_t>& dlv) {
+    for (uint32_t k = 0; k < 2 * TILE; k++) ilv.SetValue(k, (k & 1) ? (TILE + k / 2) * 2 : (k / 2) * 2);
+    for (uint32_t i = 0; i < TILE; i++) {
+        dlv.SetValue(i, 4 * i);
+        dlv.SetValue(TILE + i, 4 * i + 2);
+    }
+}
+
+// u32 lanes from two u16 arrays: dst[i] = hi[i] << 16 | lo[i], where `pair` holds lo at lanes
+// 0..TILE and hi at lanes TILE..2*TILE. With hi = zeros this is the u16 -> u32 widening.
+__aicore__ inline void interleave(const LocalTensor<uint32_t>& dst, const LocalTensor<uint16_t>& pair,
+                                  const LocalTensor<uint32_t>& ilv, uint32_t n) {
+    AscendC::Gather(dst.ReinterpretCast<uint16_t>(), pair, ilv, uint32_t(0), uint32_t(2 * n));
+}
+
+// Escape / participation mask: bit q of `mask` = (v[q] `mode` value), q < n. Returns the number
+// of set bits among the first n. v holds small non-negative integers (< 2048): exact in half.
+__aicore__ inline uint32_t build_mask(const LocalTensor<uint16_t>& v, uint32_t n, uint32_t value,
+                                      AscendC::CMPMODE mode, const LocalTensor<AscendC::half>& hv,
+                                      const LocalTensor<AscendC::half>& hc, const LocalTensor<uint8_t>& mask) {
+    if (n == 0) return 0;
+    uint32_t n128 = round_up(n, 128);
+    AscendC::Cast(hv, v.ReinterpretCast<int16_t>(), AscendC::RoundMode::CAST_NONE, n128);
+    AscendC::Duplicate(hc, AscendC::half(float(value)), int32_t(n128));
+    AscendC::Compare(mask, hv, hc, mode, n128);
+    AscendC::PipeBarrier<AscendC::PIPE_ALL>();  // vector -> scalar
+    LocalTensor<uint64_t> words = mask.ReinterpretCast<uint64_t>();
+    uint32_t count = 0;
+    for (uint32_t w = 0; w * 64 < n; w++) {
+        uint64_t bits = words.GetValue(w);
+        uint32_t valid = n - w * 64;
+        if (valid < 64) bits &= (uint64_t(1) << valid) - 1;
+        count += uint32_t(AscendC::ScalarGetCountOfValue<1>(bits));
+    }
+    return count;
+}
+
+// dst[q] = table[first + src[q]] for q < n (src and dst may be the same tensor): byte offsets
+// (first + src) * 2 widened to u32 lanes through `wide` (zeros at wide[TILE..)), then one Gather
+// from the u16 table.
+__aicore__ inline void lookup(const LocalTensor<uint16_t>& dst, const LocalTensor<uint16_t>& src, uint32_t n,
+                              uint32_t first, const LocalTensor<uint16_t>& table, const LocalTensor<uint16_t>& wide,
+                              const LocalTensor<uint32_t>& offs, const LocalTensor<uint32_t>& ilv) {
+    if (n == 0) return;
+    AscendC::Adds(wide.ReinterpretCast<int16_t>(), src.ReinterpretCast<int16_t>(), int16_t(first), int32_t(n));
+    AscendC::ShiftLeft(wide, wide, uint16_t(1), int32_t(n));
+    interleave(offs, wide, ilv, n);
+    AscendC::Gather(dst, table, offs, uint32_t(0), n);
+}
+
+}  // namespace enec

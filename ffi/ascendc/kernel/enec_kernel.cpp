@@ -1,0 +1,58 @@
+// enec format v1 on Ascend AI Vector cores (Atlas A2, dav-2201): decode and encode kernels.
+//
+// This file is the device side. It mirrors src/kernels.rs function by function (same names,
+// snake_case): split / merge, unpack_range / pack_halving, groups_forward / groups_inverse /
+// groups_width / group_flagged, ranking_new / choose_ranked, frame_stats (FrameStats::gather),
+// h32; and src/format.rs's frame layout (plane_at, frame_layout) and header checks
+// (parse_frame_header). frame.rs's sequencing is KernelDecode::DecodeFrame and
+// KernelEncode::EncodeFrame. ffi/README.md has the table.
+//
+// Layout of the work:
+//   * one frame per core step; core b takes frames b, b + blockNum, ... (GetBlockIdx/GetBlockNum);
+//     the host computes every frame's offset by walking the 32-byte frame headers (FORMAT.md 1)
+//     and passes them in GM, so no core depends on another;
+//   * a frame is processed in tiles of TILE elements, so any frame length (up to 65,536 fp32
+//     elements = 256 KiB) fits the 192 KB Unified Buffer;
+//   * plane words come in through a VECIN TQue of depth 2 (double buffering), decoded elements
+//     leave through a VECOUT TQue of depth 2;
+//   * bit-plane unpacking and packing, the groups transform, field split and merge are vector
+//     ops on uint16 (And/Or only on 16-bit integers, as A2 requires; 32-bit lanes only for
+//     shifts, which A2 supports on uint32). Table lookups and fp32 lane (de)interleaving are
+//     Gather. Compare (half) builds the escape masks.
+//   * scalar code is used where A2 has no vector form, and says so where it is: header parsing
+//     and parameter choice (a few hundred operations per frame), histograms (a scatter-add),
+//     walking the set bits of an escape / flag mask to expand or compact the compacted planes
+//     (A2 has no vector expand), and the h32 checksum (its 32-bit wrapping multiply is not an A2
+//     vector op).
+//
+// Everything here compiles unmodified against CANN's kernel_operator.h and against the CPU
+// model in ffi/ascendc/sim/kernel_operator.h.
+
+#include "enec_common.h"
+#include "enec_decode.h"
+#include "enec_encode.h"
+
+extern "C" __global__ __aicore__ void enec_decode(GM_ADDR stream, GM_ADDR frameOffsets, GM_ADDR out,
+                                                  GM_ADDR status, EnecDecodeTiling tiling) {
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+    enec::KernelDecode op;
+    op.Init(stream, frameOffsets, out, status, tiling);
+    op.Process();
+}
+
+extern "C" __global__ __aicore__ void enec_encode(GM_ADDR input, GM_ADDR slots, GM_ADDR sizes,
+                                                  GM_ADDR streamHeader, GM_ADDR workspace,
+                                                  EnecEncodeTiling tiling) {
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+    enec::KernelEncode op;
+    op.Init(input, slots, sizes, streamHeader, workspace, tiling);
+    op.Process();
+}
+
+extern "C" __global__ __aicore__ void enec_concat(GM_ADDR slots, GM_ADDR sizes, GM_ADDR offsets, GM_ADDR out,
+                                                  EnecConcatTiling tiling) {
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+    enec::KernelConcat op;
+    op.Init(slots, sizes, offsets, out, tiling);
+    op.Process();
+}

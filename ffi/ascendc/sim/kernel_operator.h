@@ -1,0 +1,677 @@
+// A CPU model of exactly the AscendC API subset that ffi/ascendc/kernel/ uses, so the unmodified
+// kernel sources compile with the system C++ compiler (C++17) and run on a host CPU.
+//
+// This file shadows CANN's `kernel_operator.h` when `ffi/ascendc/sim` is first on the include
+// path. It is written from Huawei's public asc-devkit API documentation (names, signatures,
+// documented constraints for Atlas A2 / dav-2201); it contains no Huawei code.
+//
+// Semantics follow the documentation; everything the documentation forbids aborts with a message
+// (ENEC_SIM_CHECK) instead of silently doing something:
+//   * Unified Buffer: 192 KB per core; TPipe::InitBuffer allocations are tracked against it.
+//   * LocalTensor: every vector/copy operand must start 32-byte aligned; every access is bounds
+//     checked against its buffer; a queue tensor may only be touched while allocated or dequeued.
+//   * TQue: AllocTensor beyond the depth, EnQue of a tensor not allocated from the queue, EnQue
+//     beyond the depth, DeQue on an empty queue, FreeTensor of a tensor not allocated (or freed
+//     twice), a pipe destroyed with tensors still allocated: all abort.
+//   * DataCopy: UB address, GM address and length must be multiples of 32 bytes (the GM rule is
+//     stricter than the hardware needs; format v1 guarantees it, so the model enforces it).
+//   * DataCopyPad: UB address 32-byte aligned, left/right padding at most 32 bytes, GM any.
+//   * Vector ops: only the data types the A2 documentation lists (And/Or: int16/uint16 only;
+//     Compare: half/float; Cast: the conversions used here that A2 supports, ...).
+//   * GM: every access must fall inside a buffer registered by the host driver.
+//
+// Blocks (AI Vector cores) run one after another on the calling thread; GetBlockIdx() is set per
+// block by ascendc_sim::launch. Pipeline synchronisation (queues, PipeBarrier) is modelled only as
+// ordering: the model is sequential, so it proves the data flow, not the timing.
+#pragma once
+
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#define __global__
+#define __aicore__
+#define __gm__
+#define GM_ADDR uint8_t*
+#define KERNEL_TASK_TYPE_DEFAULT(x)
+
+namespace ascendc_sim {
+
+[[noreturn]] inline void fail(const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    std::fprintf(stderr, "ascendc-sim: misuse: ");
+    std::vfprintf(stderr, fmt, ap);
+    std::fprintf(stderr, "\n");
+    va_end(ap);
+    std::fflush(stderr);
+    std::abort();
+}
+
+#define ENEC_SIM_CHECK(cond, ...)                  \
+    do {                                           \
+        if (!(cond)) ::ascendc_sim::fail(__VA_ARGS__); \
+    } while (0)
+
+constexpr uint32_t UB_BYTES = 192 * 1024;
+constexpr uint32_t ALIGN = 32;
+
+// A16-bit float used only as the Compare operand type. Values are kept as float; conversions
+// into it check that the value is exactly representable in IEEE half (|v| <= 2048 integers).
+struct half {
+    float v = 0;
+    half() = default;
+    half(float f) : v(f) {
+        if (!(f >= -2048.0f && f <= 2048.0f && f == float(int(f))))
+            fail("half(%g): this model only holds integers of magnitude <= 2048 exactly", double(f));
+    }
+};
+
+enum SlotState : int { SLOT_FREE = 0, SLOT_ALLOCATED, SLOT_ENQUEUED, SLOT_DEQUEUED, SLOT_TBUF };
+
+struct Slot {
+    uint32_t offset = 0;  // byte offset in UB
+    uint32_t bytes = 0;
+    int state = SLOT_FREE;
+    const void* owner = nullptr;
+};
+
+struct Core {
+    alignas(64) uint8_t ub[UB_BYTES];
+    uint32_t used = 0;         // bytes handed out by the live TPipe
+    uint32_t peak = 0;         // largest `used` seen
+    bool pipe_alive = false;
+    int64_t block_idx = 0;
+    int64_t block_num = 1;
+    uint64_t vector_ops = 0;   // statistics for the driver
+    uint64_t copies = 0;
+};
+
+inline Core& core() {
+    static Core c;
+    return c;
+}
+
+struct Region {
+    const uint8_t* p;
+    size_t n;
+};
+
+inline std::vector<Region>& regions() {
+    static std::vector<Region> r;
+    return r;
+}
+
+// The host driver registers every buffer it passes to a kernel as GM.
+inline void gm_register(const void* p, size_t n) { regions().push_back({static_cast<const uint8_t*>(p), n}); }
+inline void gm_clear() { regions().clear(); }
+
+inline void gm_check(const void* p, size_t n, const char* what) {
+    auto q = static_cast<const uint8_t*>(p);
+    for (auto& r : regions()) {
+        if (q >= r.p && q + n <= r.p + r.n) return;
+    }
+    fail("%s: GM access [%p, +%zu) outside every registered GM buffer", what, p, n);
+}
+
+// Runs `kernel` once per block, sequentially, with GetBlockIdx() = 0 .. blockDim - 1.
+template <class F>
+void launch(uint32_t block_dim, F kernel) {
+    ENEC_SIM_CHECK(block_dim >= 1, "launch with blockDim 0");
+    for (uint32_t b = 0; b < block_dim; b++) {
+        core().block_idx = b;
+        core().block_num = block_dim;
+        kernel();
+        ENEC_SIM_CHECK(!core().pipe_alive, "block %u returned with its TPipe alive", b);
+    }
+}
+
+}  // namespace ascendc_sim
+
+namespace AscendC {
+
+using ascendc_sim::half;
+
+enum class TPosition : uint8_t { GM, VECIN, VECOUT, VECCALC, A1, A2, B1, B2, CO1, CO2, MAX };
+enum class CMPMODE : uint8_t { LT, GT, EQ, LE, GE, NE };
+enum class RoundMode : uint8_t { CAST_NONE = 0, CAST_RINT, CAST_FLOOR, CAST_CEIL, CAST_ROUND, CAST_TRUNC, CAST_ODD };
+enum pipe_t : uint8_t { PIPE_S, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_ALL };
+
+inline int64_t GetBlockIdx() { return ascendc_sim::core().block_idx; }
+inline int64_t GetBlockNum() { return ascendc_sim::core().block_num; }
+
+template <pipe_t pipe>
+inline void PipeBarrier() {}
+
+template <class T>
+class LocalTensor {
+public:
+    LocalTensor() = default;
+    LocalTensor(ascendc_sim::Slot* slot, uint32_t byte_off, uint32_t len) : slot_(slot), off_(byte_off), len_(len) {}
+
+    uint32_t GetSize() const { return len_; }
+
+    T GetValue(uint32_t i) const {
+        check_access(i, 1, "LocalTensor::GetValue");
+        T v;
+        std::memcpy(&v, addr() + i * sizeof(T), sizeof(T));
+        return v;
+    }
+    void SetValue(uint32_t i, T v) const {
+        check_access(i, 1, "LocalTensor::SetValue");
+        std::memcpy(addr() + i * sizeof(T), &v, sizeof(T));
+    }
+    LocalTensor operator[](uint32_t i) const {
+        ENEC_SIM_CHECK(i <= len_, "LocalTensor[%u] past its %u elements", i, len_);
+        return LocalTensor(slot_, off_ + i * sizeof(T), len_ - i);
+    }
+    template <class U>
+    LocalTensor<U> ReinterpretCast() const {
+        return LocalTensor<U>(slot_, off_, static_cast<uint32_t>(uint64_t(len_) * sizeof(T) / sizeof(U)));
+    }
+
+    // --- model internals (not AscendC API) ---
+    uint8_t* addr() const { return ascendc_sim::core().ub + off_; }
+    uint32_t ub_offset() const { return off_; }
+    ascendc_sim::Slot* slot() const { return slot_; }
+    // Checks that elements [i, i + n) may be touched now.
+    void check_access(uint64_t i, uint64_t n, const char* what) const {
+        ENEC_SIM_CHECK(slot_ != nullptr, "%s on a LocalTensor that was never allocated", what);
+        int s = slot_->state;
+        ENEC_SIM_CHECK(s == ascendc_sim::SLOT_ALLOCATED || s == ascendc_sim::SLOT_DEQUEUED || s == ascendc_sim::SLOT_TBUF,
+                       "%s on a queue tensor that is %s", what,
+                       s == ascendc_sim::SLOT_FREE ? "freed" : "enqueued (DeQue it first)");
+        ENEC_SIM_CHECK(i + n <= len_, "%s: elements [%llu, %llu) past the tensor's %u", what, (unsigned long long)i,
+                       (unsigned long long)(i + n), len_);
+    }
+    void check_operand(uint64_t n, const char* what) const {
+        check_access(0, n, what);
+        ENEC_SIM_CHECK(off_ % ascendc_sim::ALIGN == 0, "%s: LocalTensor start (UB offset %u) is not 32-byte aligned",
+                       what, off_);
+    }
+    T* ptr() const { return reinterpret_cast<T*>(addr()); }
+
+private:
+    ascendc_sim::Slot* slot_ = nullptr;
+    uint32_t off_ = 0;
+    uint32_t len_ = 0;
+};
+
+template <class T>
+class GlobalTensor {
+public:
+    void SetGlobalBuffer(__gm__ T* p, uint64_t size) {
+        base_ = p;
+        size_ = size;
+        ascendc_sim::gm_check(p, size * sizeof(T), "GlobalTensor::SetGlobalBuffer");
+    }
+    void SetGlobalBuffer(__gm__ T* p) {
+        base_ = p;
+        size_ = UINT64_MAX / 2;
+    }
+    T GetValue(uint64_t i) const {
+        check(i, 1, "GlobalTensor::GetValue");
+        T v;
+        std::memcpy(&v, base_ + i, sizeof(T));
+        return v;
+    }
+    void SetValue(uint64_t i, T v) const {
+        check(i, 1, "GlobalTensor::SetValue");
+        std::memcpy(base_ + i, &v, sizeof(T));
+    }
+    GlobalTensor operator[](uint64_t i) const {
+        GlobalTensor g;
+        g.base_ = base_ + i;
+        g.size_ = size_ >= i ? size_ - i : 0;
+        return g;
+    }
+    __gm__ T* GetPhyAddr() const { return base_; }
+    // model internal
+    void check(uint64_t i, uint64_t n, const char* what) const {
+        ENEC_SIM_CHECK(i + n <= size_, "%s: elements [%llu, %llu) past the GlobalTensor's %llu", what,
+                       (unsigned long long)i, (unsigned long long)(i + n), (unsigned long long)size_);
+        ascendc_sim::gm_check(base_ + i, n * sizeof(T), what);
+    }
+
+private:
+    T* base_ = nullptr;
+    uint64_t size_ = 0;
+};
+
+class TPipe;
+constexpr int kQueMax = 8;
+
+template <TPosition POS, int32_t DEPTH>
+class TQue {
+public:
+    template <class T>
+    LocalTensor<T> AllocTensor() {
+        ENEC_SIM_CHECK(num_ > 0, "AllocTensor on a queue without InitBuffer");
+        for (int i = 0; i < num_; i++) {
+            if (slots_[i].state == ascendc_sim::SLOT_FREE) {
+                slots_[i].state = ascendc_sim::SLOT_ALLOCATED;
+                return LocalTensor<T>(&slots_[i], slots_[i].offset, slots_[i].bytes / sizeof(T));
+            }
+        }
+        ascendc_sim::fail("AllocTensor: all %d buffers of the queue are in use (FreeTensor missing?)", num_);
+    }
+    template <class T>
+    void EnQue(const LocalTensor<T>& t) {
+        auto s = own(t.slot(), "EnQue");
+        ENEC_SIM_CHECK(s->state == ascendc_sim::SLOT_ALLOCATED, "EnQue of a tensor that is not freshly allocated");
+        ENEC_SIM_CHECK(count_ < DEPTH, "EnQue beyond the queue depth %d", DEPTH);
+        s->state = ascendc_sim::SLOT_ENQUEUED;
+        fifo_[(head_ + count_) % kMax] = s;
+        count_++;
+    }
+    template <class T>
+    LocalTensor<T> DeQue() {
+        ENEC_SIM_CHECK(count_ > 0, "DeQue on an empty queue");
+        auto s = fifo_[head_];
+        head_ = (head_ + 1) % kMax;
+        count_--;
+        s->state = ascendc_sim::SLOT_DEQUEUED;
+        return LocalTensor<T>(s, s->offset, s->bytes / sizeof(T));
+    }
+    template <class T>
+    void FreeTensor(const LocalTensor<T>& t) {
+        auto s = own(t.slot(), "FreeTensor");
+        ENEC_SIM_CHECK(s->state == ascendc_sim::SLOT_ALLOCATED || s->state == ascendc_sim::SLOT_DEQUEUED,
+                       "FreeTensor of a tensor that is %s",
+                       s->state == ascendc_sim::SLOT_FREE ? "not allocated (double free?)" : "still enqueued");
+        s->state = ascendc_sim::SLOT_FREE;
+    }
+
+private:
+    friend class TPipe;
+    static constexpr int kMax = kQueMax;
+    ascendc_sim::Slot* own(ascendc_sim::Slot* s, const char* what) {
+        for (int i = 0; i < num_; i++)
+            if (&slots_[i] == s) return s;
+        ascendc_sim::fail("%s of a tensor that does not belong to this queue", what);
+    }
+    ascendc_sim::Slot slots_[kMax];
+    ascendc_sim::Slot* fifo_[kMax] = {};
+    int num_ = 0, head_ = 0, count_ = 0;
+};
+
+template <TPosition POS = TPosition::VECCALC>
+class TBuf {
+public:
+    template <class T>
+    LocalTensor<T> Get() {
+        ENEC_SIM_CHECK(slot_.bytes > 0, "TBuf::Get without InitBuffer");
+        return LocalTensor<T>(&slot_, slot_.offset, slot_.bytes / sizeof(T));
+    }
+    template <class T>
+    LocalTensor<T> Get(uint32_t len) {
+        ENEC_SIM_CHECK(len * sizeof(T) <= slot_.bytes, "TBuf::Get(%u) past the buffer's %u bytes", len, slot_.bytes);
+        return LocalTensor<T>(&slot_, slot_.offset, len);
+    }
+
+private:
+    friend class TPipe;
+    ascendc_sim::Slot slot_;
+};
+
+class TPipe {
+public:
+    TPipe() {
+        auto& c = ascendc_sim::core();
+        ENEC_SIM_CHECK(!c.pipe_alive, "a second TPipe on one core");
+        c.pipe_alive = true;
+        c.used = 0;
+        std::memset(c.ub, 0xA5, sizeof(c.ub));  // UB content is undefined at kernel start
+    }
+    ~TPipe() {
+        for (auto s : live_) {
+            if (s->state == ascendc_sim::SLOT_ALLOCATED || s->state == ascendc_sim::SLOT_ENQUEUED ||
+                s->state == ascendc_sim::SLOT_DEQUEUED)
+                ascendc_sim::fail("TPipe destroyed with a queue tensor still allocated (FreeTensor missing)");
+        }
+        ascendc_sim::core().pipe_alive = false;
+    }
+    template <TPosition POS, int32_t DEPTH>
+    void InitBuffer(TQue<POS, DEPTH>& q, uint8_t num, uint32_t len) {
+        ENEC_SIM_CHECK(num >= 1 && num <= DEPTH && num <= kQueMax,
+                       "InitBuffer: %u buffers for a queue of depth %d", num, DEPTH);
+        ENEC_SIM_CHECK(q.num_ == 0, "InitBuffer twice on one queue");
+        q.num_ = num;
+        for (int i = 0; i < num; i++) {
+            q.slots_[i].offset = take(len);
+            q.slots_[i].bytes = round(len);
+            q.slots_[i].state = ascendc_sim::SLOT_FREE;
+            live_.push_back(&q.slots_[i]);
+        }
+    }
+    template <TPosition POS>
+    void InitBuffer(TBuf<POS>& b, uint32_t len) {
+        ENEC_SIM_CHECK(b.slot_.bytes == 0, "InitBuffer twice on one TBuf");
+        b.slot_.offset = take(len);
+        b.slot_.bytes = round(len);
+        b.slot_.state = ascendc_sim::SLOT_TBUF;
+    }
+
+private:
+    static uint32_t round(uint32_t len) { return (len + 31) / 32 * 32; }
+    uint32_t take(uint32_t len) {
+        auto& c = ascendc_sim::core();
+        ENEC_SIM_CHECK(len > 0, "InitBuffer of 0 bytes");
+        uint32_t at = c.used;
+        ENEC_SIM_CHECK(uint64_t(at) + round(len) <= ascendc_sim::UB_BYTES,
+                       "Unified Buffer overflow: %u bytes in use, %u more requested, %u available", at, round(len),
+                       ascendc_sim::UB_BYTES);
+        c.used = at + round(len);
+        if (c.used > c.peak) c.peak = c.used;
+        return at;
+    }
+    std::vector<ascendc_sim::Slot*> live_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Data movement
+// ---------------------------------------------------------------------------------------------
+
+struct DataCopyExtParams {
+    uint16_t blockCount = 0;
+    uint32_t blockLen = 0;  // bytes
+    uint32_t srcStride = 0;
+    uint32_t dstStride = 0;
+    uint32_t rsv = 0;
+    DataCopyExtParams() = default;
+    DataCopyExtParams(uint16_t count, uint32_t len, uint32_t src, uint32_t dst, uint32_t r)
+        : blockCount(count), blockLen(len), srcStride(src), dstStride(dst), rsv(r) {}
+};
+
+template <class T>
+struct DataCopyPadExtParams {
+    bool isPad = false;
+    uint8_t leftPadding = 0;
+    uint8_t rightPadding = 0;
+    T paddingValue = 0;
+    DataCopyPadExtParams() = default;
+    DataCopyPadExtParams(bool pad, uint8_t left, uint8_t right, T value)
+        : isPad(pad), leftPadding(left), rightPadding(right), paddingValue(value) {}
+};
+
+namespace sim_detail {
+template <class T>
+constexpr bool copyable() {
+    return std::is_same<T, uint8_t>::value || std::is_same<T, int8_t>::value || std::is_same<T, uint16_t>::value ||
+           std::is_same<T, int16_t>::value || std::is_same<T, uint32_t>::value || std::is_same<T, int32_t>::value ||
+           std::is_same<T, uint64_t>::value || std::is_same<T, half>::value;
+}
+inline bool gm_aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % ascendc_sim::ALIGN == 0; }
+}  // namespace sim_detail
+
+// GM -> UB, `count` elements; count * sizeof(T), the UB and the GM address: multiples of 32 bytes.
+template <class T>
+inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint32_t count) {
+    static_assert(sim_detail::copyable<T>(), "DataCopy: data type not supported on A2");
+    uint64_t bytes = uint64_t(count) * sizeof(T);
+    ENEC_SIM_CHECK(bytes % 32 == 0 && bytes > 0, "DataCopy GM->UB of %llu bytes: not a positive multiple of 32",
+                   (unsigned long long)bytes);
+    dst.check_operand(count, "DataCopy GM->UB destination");
+    ENEC_SIM_CHECK(sim_detail::gm_aligned(src.GetPhyAddr()), "DataCopy GM->UB: GM address %p not 32-byte aligned",
+                   (const void*)src.GetPhyAddr());
+    src.check(0, count, "DataCopy GM->UB source");
+    std::memcpy(dst.addr(), src.GetPhyAddr(), bytes);
+    ascendc_sim::core().copies++;
+}
+
+// UB -> GM, same rules.
+template <class T>
+inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, uint32_t count) {
+    static_assert(sim_detail::copyable<T>(), "DataCopy: data type not supported on A2");
+    uint64_t bytes = uint64_t(count) * sizeof(T);
+    ENEC_SIM_CHECK(bytes % 32 == 0 && bytes > 0, "DataCopy UB->GM of %llu bytes: not a positive multiple of 32",
+                   (unsigned long long)bytes);
+    src.check_operand(count, "DataCopy UB->GM source");
+    ENEC_SIM_CHECK(sim_detail::gm_aligned(dst.GetPhyAddr()), "DataCopy UB->GM: GM address %p not 32-byte aligned",
+                   (const void*)dst.GetPhyAddr());
+    dst.check(0, count, "DataCopy UB->GM destination");
+    std::memcpy(dst.GetPhyAddr(), src.addr(), bytes);
+    ascendc_sim::core().copies++;
+}
+
+// GM -> UB, any GM address and byte length (one block in this model). The block lands after
+// `leftPadding` elements; with isPad the left/right padding holds paddingValue, and the rest of
+// the last 32-byte block is undefined (the model fills it with 0xA5 bytes).
+template <class T>
+inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyExtParams& p,
+                        const DataCopyPadExtParams<T>& pad) {
+    static_assert(sim_detail::copyable<T>(), "DataCopyPad: data type not supported on A2");
+    ENEC_SIM_CHECK(p.blockCount == 1, "DataCopyPad: this model supports blockCount 1 only (got %u)", p.blockCount);
+    ENEC_SIM_CHECK(p.blockLen > 0 && p.blockLen % sizeof(T) == 0, "DataCopyPad: blockLen %u not a multiple of %zu",
+                   p.blockLen, sizeof(T));
+    ENEC_SIM_CHECK(pad.leftPadding * sizeof(T) <= 32 && pad.rightPadding * sizeof(T) <= 32,
+                   "DataCopyPad: padding of more than 32 bytes");
+    uint32_t n = p.blockLen / sizeof(T);
+    uint32_t total = pad.leftPadding + n + pad.rightPadding;
+    uint32_t rounded = (total * sizeof(T) + 31) / 32 * 32 / sizeof(T);
+    dst.check_operand(rounded, "DataCopyPad GM->UB destination");
+    src.check(0, n, "DataCopyPad GM->UB source");
+    std::memset(dst.addr(), 0xA5, rounded * sizeof(T));
+    if (pad.isPad) {
+        for (uint32_t i = 0; i < pad.leftPadding; i++) std::memcpy(dst.addr() + i * sizeof(T), &pad.paddingValue, sizeof(T));
+        for (uint32_t i = 0; i < pad.rightPadding; i++)
+            std::memcpy(dst.addr() + (pad.leftPadding + n + i) * sizeof(T), &pad.paddingValue, sizeof(T));
+    }
+    std::memcpy(dst.addr() + pad.leftPadding * sizeof(T), src.GetPhyAddr(), p.blockLen);
+    ascendc_sim::core().copies++;
+}
+
+// UB -> GM, any GM address and byte length (one block).
+template <class T>
+inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& p) {
+    static_assert(sim_detail::copyable<T>(), "DataCopyPad: data type not supported on A2");
+    ENEC_SIM_CHECK(p.blockCount == 1, "DataCopyPad: this model supports blockCount 1 only (got %u)", p.blockCount);
+    ENEC_SIM_CHECK(p.blockLen > 0 && p.blockLen % sizeof(T) == 0, "DataCopyPad: blockLen %u not a multiple of %zu",
+                   p.blockLen, sizeof(T));
+    uint32_t n = p.blockLen / sizeof(T);
+    src.check_operand(n, "DataCopyPad UB->GM source");
+    dst.check(0, n, "DataCopyPad UB->GM destination");
+    std::memcpy(dst.GetPhyAddr(), src.addr(), p.blockLen);
+    ascendc_sim::core().copies++;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Vector ops ("tensor first n elements" forms). Type lists: Atlas A2 per the API documentation.
+// ---------------------------------------------------------------------------------------------
+
+namespace sim_detail {
+template <class T, class... U>
+constexpr bool one_of() {
+    return (std::is_same<T, U>::value || ...);
+}
+template <class T>
+void unary_operands(const LocalTensor<T>& dst, const LocalTensor<T>& src, int32_t n, const char* what) {
+    ENEC_SIM_CHECK(n > 0, "%s with count %d", what, n);
+    dst.check_operand(n, what);
+    src.check_operand(n, what);
+    ascendc_sim::core().vector_ops++;
+}
+template <class T>
+void binary_operands(const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b, int32_t n,
+                     const char* what) {
+    unary_operands(dst, a, n, what);
+    b.check_operand(n, what);
+}
+}  // namespace sim_detail
+
+template <class T>
+inline void Duplicate(const LocalTensor<T>& dst, const T& value, const int32_t& count) {
+    static_assert(sim_detail::one_of<T, half, int16_t, uint16_t, int32_t, uint32_t, float>(),
+                  "Duplicate: data type not supported on A2");
+    ENEC_SIM_CHECK(count > 0, "Duplicate with count %d", count);
+    dst.check_operand(count, "Duplicate");
+    for (int32_t i = 0; i < count; i++) dst.ptr()[i] = value;
+    ascendc_sim::core().vector_ops++;
+}
+
+template <class T, bool isSetMask = true>
+inline void ShiftLeft(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue,
+                      const int32_t& count) {
+    static_assert(sim_detail::one_of<T, uint16_t, int16_t, uint32_t, int32_t>(),
+                  "ShiftLeft: A2 supports uint16/int16/uint32/int32 only");
+    sim_detail::unary_operands(dst, src, count, "ShiftLeft");
+    ENEC_SIM_CHECK(uint64_t(scalarValue) < sizeof(T) * 8, "ShiftLeft by %llu bits on a %zu-bit type",
+                   (unsigned long long)scalarValue, sizeof(T) * 8);
+    for (int32_t i = 0; i < count; i++) dst.ptr()[i] = T(std::make_unsigned_t<T>(src.ptr()[i]) << scalarValue);
+}
+
+template <class T, bool isSetMask = true>
+inline void ShiftRight(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue,
+                       const int32_t& count) {
+    static_assert(sim_detail::one_of<T, uint16_t, int16_t, uint32_t, int32_t>(),
+                  "ShiftRight: A2 supports uint16/int16/uint32/int32 only");
+    sim_detail::unary_operands(dst, src, count, "ShiftRight");
+    ENEC_SIM_CHECK(uint64_t(scalarValue) < sizeof(T) * 8, "ShiftRight by %llu bits on a %zu-bit type",
+                   (unsigned long long)scalarValue, sizeof(T) * 8);
+    // Unsigned: logical shift; signed: arithmetic shift (documented).
+    for (int32_t i = 0; i < count; i++) dst.ptr()[i] = T(src.ptr()[i] >> scalarValue);
+}
+
+template <class T>
+inline void And(const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b, const int32_t& count) {
+    static_assert(sim_detail::one_of<T, int16_t, uint16_t>(), "And: A2 supports int16/uint16 only");
+    sim_detail::binary_operands(dst, a, b, count, "And");
+    for (int32_t i = 0; i < count; i++) dst.ptr()[i] = T(a.ptr()[i] & b.ptr()[i]);
+}
+
+template <class T>
+inline void Or(const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b, const int32_t& count) {
+    static_assert(sim_detail::one_of<T, int16_t, uint16_t>(), "Or: A2 supports int16/uint16 only");
+    sim_detail::binary_operands(dst, a, b, count, "Or");
+    for (int32_t i = 0; i < count; i++) dst.ptr()[i] = T(a.ptr()[i] | b.ptr()[i]);
+}
+
+// int16/int32 arithmetic: the model aborts on overflow, so kernels cannot rely on a wrap or a
+// saturation the documentation does not promise.
+template <class T>
+inline void Sub(const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b, const int32_t& count) {
+    static_assert(sim_detail::one_of<T, int16_t, int32_t>(), "Sub: integer forms on A2 are int16/int32");
+    sim_detail::binary_operands(dst, a, b, count, "Sub");
+    for (int32_t i = 0; i < count; i++) {
+        int64_t r = int64_t(a.ptr()[i]) - int64_t(b.ptr()[i]);
+        ENEC_SIM_CHECK(r >= std::numeric_limits<T>::min() && r <= std::numeric_limits<T>::max(), "Sub overflow");
+        dst.ptr()[i] = T(r);
+    }
+}
+
+template <class T>
+inline void Adds(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue, const int32_t& count) {
+    static_assert(sim_detail::one_of<T, int16_t, int32_t>(), "Adds: integer forms on A2 are int16/int32");
+    sim_detail::unary_operands(dst, src, count, "Adds");
+    for (int32_t i = 0; i < count; i++) {
+        int64_t r = int64_t(src.ptr()[i]) + int64_t(scalarValue);
+        ENEC_SIM_CHECK(r >= std::numeric_limits<T>::min() && r <= std::numeric_limits<T>::max(), "Adds overflow");
+        dst.ptr()[i] = T(r);
+    }
+}
+
+template <class T>
+inline void Mins(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue, const int32_t& count) {
+    static_assert(sim_detail::one_of<T, int16_t, int32_t>(), "Mins: integer forms on A2 are int16/int32");
+    sim_detail::unary_operands(dst, src, count, "Mins");
+    for (int32_t i = 0; i < count; i++) dst.ptr()[i] = src.ptr()[i] < scalarValue ? src.ptr()[i] : scalarValue;
+}
+
+// Cast: the one conversion the kernels use, int16_t -> half (exact for |v| <= 2048).
+template <class D, class S>
+inline void Cast(const LocalTensor<D>& dst, const LocalTensor<S>& src, const RoundMode& mode, const uint32_t& count) {
+    static_assert(std::is_same<D, half>::value && std::is_same<S, int16_t>::value,
+                  "Cast: this model implements int16_t -> half only");
+    (void)mode;
+    ENEC_SIM_CHECK(count > 0, "Cast with count 0");
+    dst.check_operand(count, "Cast destination");
+    src.check_operand(count, "Cast source");
+    for (uint32_t i = 0; i < count; i++) {
+        int16_t v = src.ptr()[i];
+        ENEC_SIM_CHECK(v >= -2048 && v <= 2048, "Cast int16->half of %d: not exact in this model", v);
+        dst.ptr()[i].v = float(v);
+    }
+    ascendc_sim::core().vector_ops++;
+}
+
+// Compare: half/float sources, uint8 bit-mask destination (little-endian bit order), count
+// elements occupying a multiple of 256 bytes.
+template <class T, class U>
+inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b, CMPMODE mode,
+                    uint32_t count) {
+    static_assert(sim_detail::one_of<T, half, float>(), "Compare: A2 supports half/float (int32 EQ only)");
+    static_assert(sim_detail::one_of<U, uint8_t, int8_t>(), "Compare: destination must be uint8/int8");
+    ENEC_SIM_CHECK(count > 0 && (count * sizeof(T)) % 256 == 0,
+                   "Compare: count %u elements is not a multiple of 256 bytes", count);
+    a.check_operand(count, "Compare");
+    b.check_operand(count, "Compare");
+    dst.check_operand(count / 8, "Compare destination");
+    auto value = [](const T& x) -> float {
+        if constexpr (std::is_same<T, half>::value) return x.v; else return x;
+    };
+    for (uint32_t i = 0; i < count; i += 8) {
+        uint8_t byte = 0;
+        for (uint32_t k = 0; k < 8; k++) {
+            float x = value(a.ptr()[i + k]), y = value(b.ptr()[i + k]);
+            bool r = false;
+            switch (mode) {
+                case CMPMODE::LT: r = x < y; break;
+                case CMPMODE::GT: r = x > y; break;
+                case CMPMODE::EQ: r = x == y; break;
+                case CMPMODE::LE: r = x <= y; break;
+                case CMPMODE::GE: r = x >= y; break;
+                case CMPMODE::NE: r = x != y; break;
+            }
+            byte |= uint8_t(r) << k;
+        }
+        dst.ptr()[i / 8] = U(byte);
+    }
+    ascendc_sim::core().vector_ops++;
+}
+
+// Gather: dst[i] = element at byte offset srcOffset[i] + srcBaseAddr from the start of src.
+template <class T>
+inline void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<uint32_t>& srcOffset,
+                   const uint32_t srcBaseAddr, const uint32_t count) {
+    static_assert(sim_detail::one_of<T, int16_t, uint16_t, int32_t, uint32_t, float, half>(),
+                  "Gather: data type not supported on A2");
+    ENEC_SIM_CHECK(count > 0, "Gather with count 0");
+    dst.check_operand(count, "Gather destination");
+    srcOffset.check_operand(count, "Gather offsets");
+    src.check_operand(1, "Gather source");
+    for (uint32_t i = 0; i < count; i++) {
+        uint64_t at = uint64_t(srcOffset.ptr()[i]) + srcBaseAddr;
+        ENEC_SIM_CHECK(at % sizeof(T) == 0, "Gather: offset %llu not aligned to the element size",
+                       (unsigned long long)at);
+        ENEC_SIM_CHECK(at / sizeof(T) < src.GetSize(), "Gather: offset %llu past the source's %u elements",
+                       (unsigned long long)at, src.GetSize());
+        std::memcpy(dst.addr() + i * sizeof(T), src.addr() + at, sizeof(T));
+    }
+    ascendc_sim::core().vector_ops++;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scalar helpers
+// ---------------------------------------------------------------------------------------------
+
+// Position of the first bit equal to `countValue` counting from bit 0, or -1 if there is none.
+template <int countValue>
+inline int64_t ScalarGetSFFValue(uint64_t valueIn) {
+    static_assert(countValue == 0 || countValue == 1, "ScalarGetSFFValue<0 or 1>");
+    uint64_t v = countValue == 1 ? valueIn : ~valueIn;
+    return v == 0 ? -1 : int64_t(__builtin_ctzll(v));
+}
+
+// Number of bits equal to `countValue`.
+template <int countValue>
+inline int64_t ScalarGetCountOfValue(uint64_t valueIn) {
+    static_assert(countValue == 0 || countValue == 1, "ScalarGetCountOfValue<0 or 1>");
+    return countValue == 1 ? __builtin_popcountll(valueIn) : 64 - __builtin_popcountll(valueIn);
+}
+
+}  // namespace AscendC

@@ -1,0 +1,440 @@
+//! Cross-checks of the AscendC kernels (`ffi/ascendc/kernel/`) against the Rust codec, run on the
+//! CPU model of the AscendC API (`ffi/ascendc/sim/`).
+//!
+//! The kernels and the model are compiled here with the system C++ compiler (`$CXX`, else `c++`)
+//! into a driver binary, once per test run. Then, byte for byte:
+//! - Rust encoder -> AscendC decoder gives the original bytes;
+//! - AscendC encoder -> Rust decoder gives the original bytes, and the AscendC encoder's stream
+//!   is identical to the Rust encoder's;
+//!
+//! on random weights of every dtype, with each coding forced and automatic, special values, random
+//! bytes, dead low bits, partial frames, the MiniLM slice in `tests/data/` (fp32, bf16, fp16) and
+//! the golden files of `tests/golden/v1/` when they exist.
+//!
+//! What this proves: the kernel logic is bit-exact with the Rust codec and obeys the documented
+//! API rules the model checks. What it does not: that CANN's compiler accepts the sources, or
+//! anything about speed on an NPU (see `ffi/README.md`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use enec::{decode, encode, max_encoded_size, Coding, Dtype, EncodeOptions};
+use half::{bf16, f16};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn work_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ascendc");
+    std::fs::create_dir_all(&dir).expect("create the test work directory");
+    dir
+}
+
+/// Compiles the kernels + CPU model + driver once per test binary.
+fn driver() -> &'static Path {
+    static DRIVER: OnceLock<PathBuf> = OnceLock::new();
+    DRIVER.get_or_init(|| {
+        let out = work_dir().join(format!("sim_driver-{}", std::process::id()));
+        let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+        let root = repo().join("ffi/ascendc");
+        let status = Command::new(&cxx)
+            .args(["-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror"])
+            .arg("-I")
+            .arg(root.join("sim"))
+            .arg("-I")
+            .arg(root.join("kernel"))
+            .arg(root.join("sim/sim_driver.cpp"))
+            .arg("-o")
+            .arg(&out)
+            .status()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "the ascendc tests need a C++17 compiler: could not run `{cxx}` ({e}); \
+                     install g++ or set CXX"
+                )
+            });
+        assert!(
+            status.success(),
+            "compiling the AscendC kernels on the CPU model failed"
+        );
+        out
+    })
+}
+
+/// A unique scratch file name.
+fn scratch(name: &str) -> PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    work_dir().join(format!("{}-{n}-{name}", std::process::id()))
+}
+
+fn run(args: &[&str]) -> Result<(), String> {
+    let out = Command::new(driver())
+        .args(args)
+        .output()
+        .expect("run sim_driver");
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "sim_driver {args:?} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+fn coding_id(coding: Coding) -> &'static str {
+    match coding {
+        Coding::Auto => "0",
+        Coding::Groups => "1",
+        Coding::Ranked => "2",
+    }
+}
+
+fn dtype_id(dtype: Dtype) -> &'static str {
+    match dtype {
+        Dtype::Bf16 => "1",
+        Dtype::Fp16 => "2",
+        Dtype::Fp32 => "3",
+    }
+}
+
+fn rust_encode(options: &EncodeOptions, input: &[u8]) -> Vec<u8> {
+    let mut stream = vec![0u8; max_encoded_size(options, input.len()).unwrap()];
+    let len = encode(options, input, &mut stream).unwrap();
+    stream.truncate(len);
+    stream
+}
+
+/// The AscendC decoder (on the model) applied to `stream`.
+fn ascendc_decode(stream: &[u8], blocks: u32) -> Result<Vec<u8>, String> {
+    let (s, o) = (scratch("stream.enec"), scratch("decoded.bin"));
+    std::fs::write(&s, stream).unwrap();
+    let r = run(&[
+        "decode",
+        s.to_str().unwrap(),
+        o.to_str().unwrap(),
+        &blocks.to_string(),
+    ]);
+    let data = r.map(|()| std::fs::read(&o).unwrap());
+    let _ = std::fs::remove_file(&s);
+    let _ = std::fs::remove_file(&o);
+    data
+}
+
+/// The AscendC encoder (on the model) applied to `input`.
+fn ascendc_encode(options: &EncodeOptions, input: &[u8], blocks: u32) -> Result<Vec<u8>, String> {
+    let (i, o) = (scratch("input.bin"), scratch("encoded.enec"));
+    std::fs::write(&i, input).unwrap();
+    let r = run(&[
+        "encode",
+        dtype_id(options.dtype),
+        &options.frame_log2.to_string(),
+        coding_id(options.coding),
+        if options.checksums { "1" } else { "0" },
+        i.to_str().unwrap(),
+        o.to_str().unwrap(),
+        &blocks.to_string(),
+    ]);
+    let data = r.map(|()| std::fs::read(&o).unwrap());
+    let _ = std::fs::remove_file(&i);
+    let _ = std::fs::remove_file(&o);
+    data
+}
+
+/// Both directions on one input; returns a description of the first mismatch.
+fn cross_check(what: &str, options: &EncodeOptions, input: &[u8]) -> Result<(), String> {
+    let blocks = 3;
+    let rust_stream = rust_encode(options, input);
+    let decoded = ascendc_decode(&rust_stream, blocks)?;
+    if decoded != input {
+        let at = decoded.iter().zip(input).position(|(a, b)| a != b);
+        return Err(format!(
+            "{what}: Rust encoder -> AscendC decoder differs from the input (first byte {at:?}, lengths {} / {})",
+            decoded.len(),
+            input.len()
+        ));
+    }
+    let ascend_stream = ascendc_encode(options, input, blocks)?;
+    let mut restored = vec![0u8; input.len()];
+    decode(&ascend_stream, &mut restored)
+        .map_err(|e| format!("{what}: AscendC encoder -> Rust decoder: {e}"))?;
+    if restored != input {
+        return Err(format!(
+            "{what}: AscendC encoder -> Rust decoder differs from the input"
+        ));
+    }
+    if ascend_stream != rust_stream {
+        let at = ascend_stream
+            .iter()
+            .zip(&rust_stream)
+            .position(|(a, b)| a != b);
+        return Err(format!(
+            "{what}: AscendC encoder's stream differs from the Rust encoder's (first byte {at:?}, lengths {} / {})",
+            ascend_stream.len(),
+            rust_stream.len()
+        ));
+    }
+    Ok(())
+}
+
+/// Runs every case, then reports all failures at once.
+fn check_all(cases: Vec<(String, EncodeOptions, Vec<u8>)>) {
+    let failures: Vec<String> = cases
+        .iter()
+        .filter_map(|(what, options, input)| cross_check(what, options, input).err())
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
+/// xorshift64*: deterministic test data without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// Roughly normal, N(0, scale^2) (sum of uniforms).
+    fn normal(&mut self, scale: f32) -> f32 {
+        let s: f32 = (0..4)
+            .map(|_| (self.next() >> 40) as f32 / (1u64 << 24) as f32)
+            .sum();
+        (s - 2.0) * 1.7 * scale
+    }
+}
+
+fn weights(rng: &mut Rng, n: usize) -> Vec<f32> {
+    let scale = [0.02, 0.5, 3e-4][(rng.next() % 3) as usize];
+    (0..n).map(|_| rng.normal(scale)).collect()
+}
+
+fn as_bytes(dtype: Dtype, values: &[f32]) -> Vec<u8> {
+    match dtype {
+        Dtype::Bf16 => values
+            .iter()
+            .flat_map(|&v| bf16::from_f32(v).to_le_bytes())
+            .collect(),
+        Dtype::Fp16 => values
+            .iter()
+            .flat_map(|&v| f16::from_f32(v).to_le_bytes())
+            .collect(),
+        Dtype::Fp32 => values.iter().flat_map(|&v| v.to_le_bytes()).collect(),
+    }
+}
+
+const CODINGS: [Coding; 3] = [Coding::Auto, Coding::Groups, Coding::Ranked];
+
+fn options(dtype: Dtype, frame_log2: u8, coding: Coding, checksums: bool) -> EncodeOptions {
+    EncodeOptions {
+        frame_log2,
+        ..EncodeOptions::new(dtype)
+            .coding(coding)
+            .checksums(checksums)
+    }
+}
+
+#[test]
+fn ascendc_random_weights_every_dtype_and_coding() {
+    let mut rng = Rng(0x5EED_1234_ABCD_0001);
+    let mut cases = Vec::new();
+    for dtype in Dtype::ALL {
+        for coding in CODINGS {
+            // Partial last frames of odd lengths, several frames, both frame-length extremes.
+            for (n, log2) in [
+                (5000usize, 10u8),
+                (1, 10),
+                (17, 10),
+                (3 * 1024 + 333, 11),
+                (20_000, 14),
+            ] {
+                let values = weights(&mut rng, n);
+                cases.push((
+                    format!("{dtype:?} {coding:?} n={n} frame=2^{log2}"),
+                    options(dtype, log2, coding, n % 2 == 0),
+                    as_bytes(dtype, &values),
+                ));
+            }
+        }
+    }
+    check_all(cases);
+}
+
+#[test]
+fn ascendc_special_values_and_random_bytes() {
+    let mut rng = Rng(0xFEED_0000_0000_0042);
+    let mut cases = Vec::new();
+    for dtype in Dtype::ALL {
+        let eb = dtype.element_bytes();
+        let n = 4099;
+        // Random bytes: every bit pattern, NaN payloads included (mostly stored frames).
+        let random: Vec<u8> = (0..n * eb).map(|_| rng.next() as u8).collect();
+        // Special values mixed into weights: +-0, +-inf, NaNs with payloads, subnormals, max.
+        let specials: Vec<u8> = {
+            let mut v = as_bytes(dtype, &weights(&mut rng, n));
+            let patterns: [u32; 8] = match dtype {
+                Dtype::Fp32 => [
+                    0,
+                    0x8000_0000,
+                    0x7F80_0000,
+                    0xFF80_0000,
+                    0x7FC0_1234,
+                    0xFFFF_FFFF,
+                    1,
+                    0x7F7F_FFFF,
+                ],
+                Dtype::Bf16 => [0, 0x8000, 0x7F80, 0xFF80, 0x7FC1, 0xFFFF, 1, 0x7F7F],
+                Dtype::Fp16 => [0, 0x8000, 0x7C00, 0xFC00, 0x7E01, 0xFFFF, 1, 0x7BFF],
+            };
+            for i in (0..n).step_by(7) {
+                let p = patterns[i % 8].to_le_bytes();
+                v[i * eb..i * eb + eb].copy_from_slice(&p[..eb]);
+            }
+            v
+        };
+        let zeros = vec![0u8; n * eb];
+        let constant: Vec<u8> = as_bytes(dtype, &vec![0.375f32; n]);
+        // Exponents spread over the whole alphabet: exercises 3 escape levels and wide groups.
+        let wide: Vec<f32> = (0..n)
+            .map(|i| {
+                let e = (rng.next() % 60) as i32 - 30;
+                (1.0 + (i % 7) as f32 / 8.0) * 2f32.powi(e) * if i % 3 == 0 { -1.0 } else { 1.0 }
+            })
+            .collect();
+        let wide = as_bytes(dtype, &wide);
+        for coding in CODINGS {
+            for (name, data) in [
+                ("random bytes", &random),
+                ("special values", &specials),
+                ("zeros", &zeros),
+                ("constant", &constant),
+                ("wide exponents", &wide),
+            ] {
+                cases.push((
+                    format!("{dtype:?} {coding:?} {name}"),
+                    options(dtype, 10, coding, true),
+                    data.clone(),
+                ));
+            }
+        }
+    }
+    // Dead low bits: fp32 weights that are really bf16 (k >= 16) or fp16 (k >= 13), and k = M.
+    let w = weights(&mut rng, 6000);
+    let from_bf16: Vec<f32> = w.iter().map(|&v| bf16::from_f32(v).to_f32()).collect();
+    let from_f16: Vec<f32> = w.iter().map(|&v| f16::from_f32(v).to_f32()).collect();
+    let powers: Vec<f32> = w
+        .iter()
+        .map(|&v| 2f32.powi((v.abs() * 100.0) as i32 % 20 - 10))
+        .collect();
+    for coding in CODINGS {
+        for (name, data) in [
+            ("fp32 from bf16", &from_bf16),
+            ("fp32 from fp16", &from_f16),
+            ("powers of two", &powers),
+        ] {
+            cases.push((
+                format!("Fp32 {coding:?} {name}"),
+                options(Dtype::Fp32, 11, coding, true),
+                as_bytes(Dtype::Fp32, data),
+            ));
+        }
+    }
+    check_all(cases);
+}
+
+#[test]
+fn ascendc_minilm_slice() {
+    let raw = std::fs::read(repo().join("tests/data/minilm-slice.f32.bin")).expect("MiniLM slice");
+    let values: Vec<f32> = raw
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    // A quarter of the slice per dtype and coding keeps the model run short; auto and the two
+    // forced codings see different parts, so the whole slice is covered.
+    let quarter = values.len() / 4;
+    let mut cases = Vec::new();
+    for dtype in Dtype::ALL {
+        for (c, coding) in CODINGS.iter().enumerate() {
+            let part = &values[c * quarter..(c + 1) * quarter + if c == 2 { quarter } else { 0 }];
+            cases.push((
+                format!("MiniLM {dtype:?} {coding:?}"),
+                options(dtype, 14, *coding, true),
+                as_bytes(dtype, part),
+            ));
+        }
+    }
+    check_all(cases);
+}
+
+#[test]
+fn ascendc_golden_files() {
+    let dir = repo().join("tests/golden/v1");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        eprintln!("no {} yet: nothing to check", dir.display());
+        return;
+    };
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    paths.sort();
+    for path in paths {
+        let Ok(stream) = std::fs::read(&path) else {
+            continue;
+        };
+        if stream.len() < 32 || &stream[..4] != b"ENEC" {
+            continue;
+        }
+        checked += 1;
+        let Ok(info) = enec::read_header(&stream) else {
+            continue; // a deliberately broken golden file: the Rust tests own those
+        };
+        let mut expected = vec![0u8; info.decoded_bytes() as usize];
+        let rust = decode(&stream, &mut expected);
+        let sim = ascendc_decode(&stream, 2);
+        match (rust, sim) {
+            (Ok(_), Ok(got)) if got == expected => {}
+            (Ok(_), Ok(_)) => failures.push(format!(
+                "{}: AscendC decoder output differs",
+                path.display()
+            )),
+            (Ok(_), Err(e)) => {
+                failures.push(format!("{}: AscendC decoder failed: {e}", path.display()))
+            }
+            (Err(_), Ok(_)) => failures.push(format!(
+                "{}: AscendC decoder accepted a stream Rust rejects",
+                path.display()
+            )),
+            (Err(_), Err(_)) => {}
+        }
+    }
+    eprintln!("checked {checked} golden streams in {}", dir.display());
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The model must refuse corrupted streams, not return wrong data: flip bits in a frame's body.
+#[test]
+fn ascendc_decoder_detects_corruption() {
+    let mut rng = Rng(7);
+    let input = as_bytes(Dtype::Bf16, &weights(&mut rng, 3000));
+    let stream = rust_encode(&options(Dtype::Bf16, 10, Coding::Auto, true), &input);
+    for at in [100usize, 700, stream.len() - 40] {
+        let mut bad = stream.clone();
+        bad[at] ^= 0x10;
+        assert!(
+            ascendc_decode(&bad, 2).is_err(),
+            "a flipped bit at byte {at} went unnoticed"
+        );
+    }
+}
