@@ -350,8 +350,11 @@ pub(crate) fn decode_frame_impl(
         frame: index,
         reason,
     };
+    if elements == 0 || elements > MAX_FRAME_LEN {
+        return Err(Error::InvalidFrameLength(elements.try_into().unwrap_or(u32::MAX)));
+    }
     let header = FrameHeader::parse(frame, dtype, index)?;
-    if header.elements as usize != elements || elements == 0 {
+    if header.elements as usize != elements {
         return Err(corrupt("element count differs from the stream header's"));
     }
     let layout = FrameLayout::new(dtype, elements, header.dead_bits, &header.params);
