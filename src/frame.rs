@@ -216,21 +216,33 @@ fn write_ranked<const B: usize>(
         |i: usize| usize::from(ranking.rank[fields.split(load::<B>(input, i)).0 as usize]);
     let escape1 = (1usize << params.widths[0]) - 1;
     pack_plane(out, &layout.planes[0], |i| rank_of(i).min(escape1) as u32);
-    // Levels 2.. hold only the escaped elements, compacted: written in element order.
+    // Levels 2.. hold only the escaped elements, compacted, in element order. The level-1 plane
+    // just written says which they are (the decoder's escape scan, run on the encoder's output).
     let mut planes = layout.planes.map(PlaneWriter::new);
-    for i in 0..elements {
-        let rank = rank_of(i);
-        if rank < starts[1] {
+    let mut codes = [0u8; CHUNK];
+    let mut masks = [0u64; CHUNK / 64];
+    for start in (0..elements).step_by(CHUNK) {
+        let len = CHUNK.min(elements - start);
+        unpack_range(out, &layout.planes[0], start, &mut codes[..len]);
+        if escape_masks(&codes[..len], escape1 as u8, &mut masks) == 0 {
             continue;
         }
-        for (level, plane) in planes[..levels].iter_mut().enumerate().skip(1) {
-            if let Some(code) = ranked_code(rank, level, &starts, &params.widths) {
-                plane.push(out, code);
+        for (block, &mask) in masks.iter().enumerate() {
+            let mut m = mask;
+            while m != 0 {
+                let i = start + 64 * block + m.trailing_zeros() as usize;
+                m &= m - 1;
+                let (x, _) = fields.split(load::<B>(input, i));
+                let rank = usize::from(ranking.rank[x as usize]);
+                for (level, plane) in planes[..levels].iter_mut().enumerate().skip(1) {
+                    if let Some(code) = ranked_code(rank, level, &starts, &params.widths) {
+                        plane.push(out, code);
+                    }
+                }
+                if rank >= starts[levels] {
+                    planes[levels].push(out, x);
+                }
             }
-        }
-        if rank >= starts[levels] {
-            let (x, _) = fields.split(load::<B>(input, i));
-            planes[levels].push(out, x);
         }
     }
 }
@@ -351,7 +363,9 @@ pub(crate) fn decode_frame_impl(
         reason,
     };
     if elements == 0 || elements > MAX_FRAME_LEN {
-        return Err(Error::InvalidFrameLength(elements.try_into().unwrap_or(u32::MAX)));
+        return Err(Error::InvalidFrameLength(
+            elements.try_into().unwrap_or(u32::MAX),
+        ));
     }
     let header = FrameHeader::parse(frame, dtype, index)?;
     if header.elements as usize != elements {
