@@ -324,6 +324,15 @@ fn wrong_file_type_is_refused() {
     let st = dir.write("m.safetensors", &file);
     let err = fails(&["decompress", p(&st), p(&out)]);
     assert!(err.contains("enec compress"), "{err}");
+    // A truncated checkpoint is named as such, without the raw-array hint.
+    let cut = dir.write("cut.safetensors", &file[..file.len() - 100]);
+    let err = fails(&["compress", p(&cut), p(&out)]);
+    assert!(
+        err.contains("damaged or truncated safetensors file"),
+        "{err}"
+    );
+    assert!(!err.contains("--dtype"), "{err}");
+    std::fs::remove_file(&cut).unwrap();
     // Compressing an .enec file again.
     ok(&["compress", p(&st), p(&out)]);
     let err = fails(&["compress", p(&out), p(&dir.path("again.enec"))]);

@@ -11,7 +11,7 @@ use enec::{Dtype, EncodeOptions};
 use crate::container::{ContainerWriter, PieceMeta, Sink};
 use crate::error::{bail, Result};
 use crate::progress::Progress;
-use crate::safetensors::{self, Piece};
+use crate::safetensors::{self, NotSafetensors, Piece};
 use crate::{input, output, pipeline};
 
 /// What a compression did.
@@ -91,11 +91,12 @@ pub fn compress_file(input: &Path, output: &Path, settings: &Settings) -> Result
             if data.starts_with(&CONTAINER_MAGIC) || data.starts_with(&STREAM_MAGIC) {
                 bail!("{name}: already an enec file (use `enec decompress` or `enec info`)");
             }
-            let tensors = safetensors::parse(&data).map_err(|why| {
-                format!(
-                    "{name}: not a safetensors file: {why}\n  \
+            let tensors = safetensors::parse(&data).map_err(|why| match why {
+                NotSafetensors::OtherFormat(_) => format!(
+                    "{name}: {why}\n  \
                      (to compress a raw little-endian array, pass --dtype bf16|fp16|fp32)"
-                )
+                ),
+                NotSafetensors::Damaged(_) => format!("{name}: {why}"),
             })?;
             Some(safetensors::plan(data.len() as u64, tensors))
         }

@@ -90,7 +90,8 @@ fn timed<T>(mut f: impl FnMut() -> Result<T>) -> Result<(f64, T)> {
 
 /// One in-memory cycle: the compressed size, the speeds, and whether the bytes came back.
 fn cycle(file: &[u8], coding: Coding, threads: usize) -> Result<(usize, f64, f64, bool)> {
-    let pieces = safetensors::plan(file.len() as u64, safetensors::parse(file)?);
+    let tensors = safetensors::parse(file).map_err(|e| e.to_string())?;
+    let pieces = safetensors::plan(file.len() as u64, tensors);
     let options = EncodeOptions::new(Dtype::Bf16).coding(coding);
     let pool = compress::thread_pool(threads)?;
     let hidden = Progress::hidden();

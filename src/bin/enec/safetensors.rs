@@ -54,8 +54,41 @@ pub fn dtype_size(dtype: &str) -> Option<u64> {
     })
 }
 
+/// Why a file cannot be read as a safetensors checkpoint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NotSafetensors {
+    /// It does not start with a length and a JSON object: some other kind of file.
+    OtherFormat(String),
+    /// Its header parses but does not describe the file (truncated or damaged checkpoint).
+    Damaged(String),
+}
+
+impl std::fmt::Display for NotSafetensors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotSafetensors::OtherFormat(why) => write!(f, "not a safetensors file: {why}"),
+            NotSafetensors::Damaged(why) => {
+                write!(f, "a damaged or truncated safetensors file: {why}")
+            }
+        }
+    }
+}
+
 /// Why `bytes` is not a safetensors file, or its tensors sorted by offset.
-pub fn parse(bytes: &[u8]) -> Result<Vec<Tensor>, String> {
+pub fn parse(bytes: &[u8]) -> Result<Vec<Tensor>, NotSafetensors> {
+    let mut json_ok = false;
+    parse_checked(bytes, &mut json_ok).map_err(|why| {
+        if json_ok {
+            NotSafetensors::Damaged(why)
+        } else {
+            NotSafetensors::OtherFormat(why)
+        }
+    })
+}
+
+/// [`parse`], setting `json_ok` once the header is known to be a JSON object.
+
+fn parse_checked(bytes: &[u8], json_ok: &mut bool) -> Result<Vec<Tensor>, String> {
     let len = bytes.len() as u64;
     let Some(prefix) = bytes.get(..8) else {
         return Err(format!(
@@ -74,6 +107,7 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<Tensor>, String> {
     let Value::Object(map) = json else {
         return Err("its JSON header is not an object".into());
     };
+    *json_ok = true;
     let data_start = 8 + n;
     let data_len = len - data_start;
     let mut tensors = Vec::with_capacity(map.len());
