@@ -381,45 +381,66 @@ fn ascendc_minilm_slice() {
 #[test]
 fn ascendc_golden_files() {
     let dir = repo().join("tests/golden/v1");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        eprintln!("no {} yet: nothing to check", dir.display());
+    let Ok(manifest) = std::fs::read_to_string(dir.join("MANIFEST.tsv")) else {
+        eprintln!("no {}/MANIFEST.tsv yet: nothing to check", dir.display());
         return;
     };
-    let mut checked = 0;
     let mut failures = Vec::new();
-    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    paths.sort();
-    for path in paths {
-        let Ok(stream) = std::fs::read(&path) else {
-            continue;
+    let mut checked = 0;
+    let mut lines = manifest.lines();
+    let header: Vec<&str> = lines.next().unwrap_or("").split('\t').collect();
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|&h| h == name)
+            .expect("MANIFEST.tsv column")
+    };
+    let (c_name, c_dtype, c_frame, c_coding, c_sums) = (
+        col("name"),
+        col("dtype"),
+        col("frame_len"),
+        col("coding"),
+        col("checksums"),
+    );
+    for line in lines.filter(|l| !l.trim().is_empty()) {
+        let f: Vec<&str> = line.split('\t').collect();
+        let name = f[c_name];
+        let stream = std::fs::read(dir.join(format!("{name}.enec"))).expect("golden stream");
+        let input = std::fs::read(dir.join(format!("{name}.bin"))).expect("golden input");
+        let dtype = match f[c_dtype] {
+            "bf16" => Dtype::Bf16,
+            "fp16" => Dtype::Fp16,
+            _ => Dtype::Fp32,
         };
-        if stream.len() < 32 || &stream[..4] != b"ENEC" {
-            continue;
+        let coding = match f[c_coding] {
+            "Groups" => Coding::Groups,
+            "Ranked" => Coding::Ranked,
+            _ => Coding::Auto,
+        };
+        let frame_len: u32 = f[c_frame].parse().expect("frame_len");
+        let options = EncodeOptions::new(dtype)
+            .coding(coding)
+            .checksums(f[c_sums] == "true")
+            .frame_len(frame_len)
+            .expect("golden frame length");
+        match ascendc_decode(&stream, 2) {
+            Ok(got) if got == input => {}
+            Ok(_) => failures.push(format!(
+                "{name}: AscendC decoder output differs from {name}.bin"
+            )),
+            Err(e) => failures.push(format!("{name}: AscendC decoder failed: {e}")),
+        }
+        match ascendc_encode(&options, &input, 2) {
+            Ok(got) if got == stream => {}
+            Ok(_) => failures.push(format!(
+                "{name}: AscendC encoder output differs from {name}.enec"
+            )),
+            Err(e) => failures.push(format!("{name}: AscendC encoder failed: {e}")),
         }
         checked += 1;
-        let Ok(info) = enec::read_header(&stream) else {
-            continue; // a deliberately broken golden file: the Rust tests own those
-        };
-        let mut expected = vec![0u8; info.decoded_bytes() as usize];
-        let rust = decode(&stream, &mut expected);
-        let sim = ascendc_decode(&stream, 2);
-        match (rust, sim) {
-            (Ok(_), Ok(got)) if got == expected => {}
-            (Ok(_), Ok(_)) => failures.push(format!(
-                "{}: AscendC decoder output differs",
-                path.display()
-            )),
-            (Ok(_), Err(e)) => {
-                failures.push(format!("{}: AscendC decoder failed: {e}", path.display()))
-            }
-            (Err(_), Ok(_)) => failures.push(format!(
-                "{}: AscendC decoder accepted a stream Rust rejects",
-                path.display()
-            )),
-            (Err(_), Err(_)) => {}
-        }
     }
     eprintln!("checked {checked} golden streams in {}", dir.display());
+    assert!(checked > 0, "MANIFEST.tsv lists no golden stream");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
