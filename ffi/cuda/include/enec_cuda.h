@@ -1,0 +1,124 @@
+/* enec CUDA kernels: decode and encode format-v1 streams on an NVIDIA GPU.
+ *
+ * The C API allocates nothing and never synchronises the device: the caller passes device
+ * buffers, a CUDA stream, and (for encoding) a scratch buffer sized by a query function. Every
+ * enqueueing function returns after enqueueing; results (per-frame statuses, the encoded size)
+ * land in caller-provided device memory and are valid once the caller synchronises the stream.
+ *
+ * Decoding is two steps:
+ *   1. on the host, walk the frame headers of one or more streams (a host copy of the stream
+ *      bytes is needed, or at least of its headers: see enec_cuda_index_stream) to build a frame
+ *      index of enec_cuda_frame entries pointing into the device copies; upload it;
+ *   2. one launch decodes every frame of the index (all tensors of a checkpoint shard at once).
+ *
+ * Device pointers to streams must be 16-byte aligned (cudaMalloc gives 256). Output pointers
+ * may have any alignment (16-byte aligned ones take the vectorized path).
+ */
+#ifndef ENEC_CUDA_H
+#define ENEC_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element types (the stream header's dtype code). */
+#define ENEC_CUDA_BF16 1
+#define ENEC_CUDA_FP16 2
+#define ENEC_CUDA_FP32 3
+
+/* Codings the encoder may be asked for. */
+#define ENEC_CUDA_AUTO 0
+#define ENEC_CUDA_GROUPS 1
+#define ENEC_CUDA_RANKED 2
+
+/* Return codes (0 = success). */
+#define ENEC_CUDA_OK 0
+#define ENEC_CUDA_ERR_ARGUMENT -1     /* a null pointer, a bad option, a misaligned stream */
+#define ENEC_CUDA_ERR_TRUNCATED -2    /* the host bytes end before the stream does */
+#define ENEC_CUDA_ERR_MAGIC -3        /* not an enec stream */
+#define ENEC_CUDA_ERR_VERSION -4      /* unsupported major version */
+#define ENEC_CUDA_ERR_HEADER -5       /* stream header corrupt (check, reserved bytes, counts) */
+#define ENEC_CUDA_ERR_FRAME -6        /* a frame header is corrupt (see *bad_frame) */
+#define ENEC_CUDA_ERR_CAPACITY -7     /* the frame array or the output buffer is too small */
+#define ENEC_CUDA_ERR_TRAILING -8     /* bytes after the last frame */
+#define ENEC_CUDA_ERR_LAUNCH -9       /* the kernel launch failed (cudaGetLastError) */
+
+/* One frame of a decode batch (32 bytes). Built by enec_cuda_index_stream. */
+typedef struct enec_cuda_frame {
+  const void* src;      /* device address of the frame header */
+  void* dst;            /* device address of the frame's decoded bytes */
+  uint32_t frame_bytes; /* size of the frame, header included */
+  uint32_t elements;    /* elements in the frame */
+  uint32_t index;       /* frame number in its stream (for reports) */
+  uint8_t dtype;        /* ENEC_CUDA_BF16 / FP16 / FP32 */
+  uint8_t checksums;    /* the stream carries frame checksums */
+  uint8_t coding;       /* 0 stored, 1 groups, 2 ranked */
+  uint8_t reserved;
+} enec_cuda_frame;
+
+/* Running totals of a decode batch; zero-initialise, then pass to every index call. */
+typedef struct enec_cuda_batch {
+  uint32_t frames;          /* entries written to the frame array */
+  uint32_t max_elements;    /* largest frame, in elements */
+  uint32_t max_coded_bytes; /* largest non-stored frame, in bytes */
+  uint32_t dtype_mask;      /* bit (1 << dtype) for every dtype in the batch */
+  uint64_t decoded_bytes;   /* bytes the batch decodes to */
+} enec_cuda_batch;
+
+/* What a stream header says. */
+typedef struct enec_cuda_stream_info {
+  uint64_t element_count;
+  uint64_t decoded_bytes;
+  uint32_t frame_count;
+  uint32_t frame_len;
+  uint8_t dtype;
+  uint8_t checksums;
+  uint8_t version_major;
+  uint8_t version_minor;
+} enec_cuda_stream_info;
+
+/* Reads and checks a stream header (32 host bytes). */
+int enec_cuda_stream_info_read(const void* host_stream, size_t host_len, enec_cuda_stream_info* info);
+
+/* Walks the frame headers of one stream in host memory (host_stream, host_len: the whole
+ * stream) and appends one enec_cuda_frame per frame to frames[batch->frames ..], pointing into
+ * dev_stream (the device copy of the same bytes) and dev_out (out_capacity bytes, where the
+ * stream decodes to). Every header is checked as the Rust decoder checks it (ranges, reserved
+ * bytes, sizes against the parameters, element counts). On ENEC_CUDA_ERR_FRAME, *bad_frame (if
+ * not null) is the frame number. */
+int enec_cuda_index_stream(const void* host_stream, size_t host_len, const void* dev_stream,
+                           void* dev_out, size_t out_capacity, enec_cuda_frame* frames,
+                           size_t frames_capacity, enec_cuda_batch* batch, uint32_t* bad_frame);
+
+/* Decodes every frame of a batch in one launch. d_frames: the frame array in device memory
+ * (batch->frames entries). d_status: batch->frames uint32 in device memory; each gets 0 or the
+ * frame's error (1 header, 2 size, 3 elements, 4 symbol table, 5 escape counts, 6 flag count,
+ * 7 checksum mismatch, 8 checksum in a stream without checksums, 9 unknown coding).
+ * verify_checksums: check each frame's h32 against its header (when the stream has them).
+ * Output bytes of a frame whose status is not 0 are unspecified. */
+int enec_cuda_decode(const enec_cuda_frame* d_frames, const enec_cuda_batch* batch,
+                     int verify_checksums, uint32_t* d_status, void* stream /* cudaStream_t */);
+
+/* The largest stream the encoder writes for element_count elements. */
+uint64_t enec_cuda_max_encoded_bytes(int dtype, uint64_t element_count, int frame_log2);
+
+/* Scratch bytes enec_cuda_encode needs (device memory, 8-byte aligned). */
+uint64_t enec_cuda_encode_scratch_bytes(uint64_t element_count, int frame_log2);
+
+/* Encodes element_count elements at d_in (16-byte aligned) into d_out (16-byte aligned,
+ * out_capacity >= enec_cuda_max_encoded_bytes) with the options of FORMAT.md section 7; the
+ * bytes equal the Rust encoder's. *d_out_bytes (device memory) receives the stream length.
+ * The scratch is cleared with cudaMemsetAsync on `stream` before the launch. */
+int enec_cuda_encode(const void* d_in, uint64_t element_count, int dtype, int frame_log2,
+                     int coding, int checksums, void* d_out, uint64_t out_capacity,
+                     uint64_t* d_out_bytes, void* d_scratch, uint64_t scratch_bytes,
+                     void* stream /* cudaStream_t */);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ENEC_CUDA_H */

@@ -1,0 +1,60 @@
+// The few device primitives the kernels use beyond plain CUDA C++, with a CPU model of each for
+// the simulator build (-DENEC_SIM, see sim/cuda_sim.h): named barriers, cp.async, look-back
+// loads/stores, dynamic shared memory, and the kernel launch.
+#pragma once
+
+#if defined(ENEC_SIM)
+#include "../sim/cuda_sim.h"
+#else
+#include <cuda_runtime.h>
+#endif
+
+#include <stdint.h>
+
+#define ENEC_DEV __device__ __forceinline__
+
+namespace enec {
+namespace dev {
+
+constexpr unsigned kFull = 0xffffffffu;
+
+#if defined(ENEC_SIM)
+
+ENEC_DEV void bar_sync(unsigned id, unsigned n) { sim::bar_sync(id, n); }
+ENEC_DEV void bar_arrive(unsigned id, unsigned n) { sim::bar_arrive(id, n); }
+ENEC_DEV void cp_async16(void* smem, const void* gmem) { memcpy(smem, gmem, 16); }
+ENEC_DEV void cp_async_wait_all() {}
+ENEC_DEV uint64_t ld_volatile_u64(const uint64_t* p) { return *(const volatile uint64_t*)p; }
+ENEC_DEV void st_volatile_u64(uint64_t* p, uint64_t v) { *(volatile uint64_t*)p = v; }
+ENEC_DEV void spin_pause() { sim::yield(); }
+ENEC_DEV uint8_t* dyn_smem() { return (uint8_t*)sim::dyn_smem(); }
+#define ENEC_LAUNCH(kernel, grid, block, smem, stream, ...) \
+  ((void)(stream), sim::launch(grid, block, smem, [=]() { kernel(__VA_ARGS__); }))
+
+#else
+
+ENEC_DEV void bar_sync(unsigned id, unsigned n) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory");
+}
+ENEC_DEV void bar_arrive(unsigned id, unsigned n) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory");
+}
+ENEC_DEV void cp_async16(void* smem, const void* gmem) {
+  unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+}
+ENEC_DEV void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+ENEC_DEV uint64_t ld_volatile_u64(const uint64_t* p) { return *(const volatile uint64_t*)p; }
+ENEC_DEV void st_volatile_u64(uint64_t* p, uint64_t v) { *(volatile uint64_t*)p = v; }
+ENEC_DEV void spin_pause() { __nanosleep(64); }
+ENEC_DEV uint8_t* dyn_smem() {
+  extern __shared__ __align__(16) uint8_t enec_dyn_smem_[];
+  return enec_dyn_smem_;
+}
+#define ENEC_LAUNCH(kernel, grid, block, smem, stream, ...) \
+  kernel<<<grid, block, smem, stream>>>(__VA_ARGS__)
+
+#endif
+
+}  // namespace dev
+}  // namespace enec
