@@ -333,6 +333,40 @@ impl FlagSet {
     }
 }
 
+/// Reads frame `index`'s header (the first 32 bytes of `frame`) and checks it against the stream
+/// header (`elements` in this frame, whether checksums are on) and against itself (its size must
+/// follow from its parameters). Returns the header and the frame's layout; `layout.bytes` is
+/// where the next frame starts. Used by every reader, so they all refuse the same frames.
+pub fn check_frame_header(
+    dtype: Dtype,
+    checksums: bool,
+    index: u32,
+    elements: usize,
+    frame: &[u8],
+) -> Result<(FrameHeader, FrameLayout)> {
+    let corrupt = |reason| Error::CorruptFrame {
+        frame: index,
+        reason,
+    };
+    if elements == 0 || elements > MAX_FRAME_LEN {
+        return Err(Error::InvalidFrameLength(
+            elements.try_into().unwrap_or(u32::MAX),
+        ));
+    }
+    let header = FrameHeader::parse(frame, dtype, index)?;
+    if header.elements as usize != elements {
+        return Err(corrupt("element count differs from the stream header's"));
+    }
+    let layout = FrameLayout::new(dtype, elements, header.dead_bits, &header.params);
+    if layout.bytes != header.frame_bytes as usize {
+        return Err(corrupt("frame size does not match its parameters"));
+    }
+    if !checksums && header.checksum != 0 {
+        return Err(corrupt("checksum present in a stream without checksums"));
+    }
+    Ok((header, layout))
+}
+
 /// Decodes frame `index` of a stream (`elements` is what the stream header says this frame
 /// holds) into the start of `out`. Returns the frame's size in bytes. `frame` may extend past the
 /// frame's end (the rest of the stream).
@@ -358,30 +392,15 @@ pub(crate) fn decode_frame_impl(
     frame: &[u8],
     out: &mut [u8],
 ) -> Result<usize> {
+    let (header, layout) = check_frame_header(dtype, checksums, index, elements, frame)?;
     let corrupt = |reason| Error::CorruptFrame {
         frame: index,
         reason,
     };
-    if elements == 0 || elements > MAX_FRAME_LEN {
-        return Err(Error::InvalidFrameLength(
-            elements.try_into().unwrap_or(u32::MAX),
-        ));
-    }
-    let header = FrameHeader::parse(frame, dtype, index)?;
-    if header.elements as usize != elements {
-        return Err(corrupt("element count differs from the stream header's"));
-    }
-    let layout = FrameLayout::new(dtype, elements, header.dead_bits, &header.params);
-    if layout.bytes != header.frame_bytes as usize {
-        return Err(corrupt("frame size does not match its parameters"));
-    }
     let frame = frame.get(..layout.bytes).ok_or(Error::Truncated {
         needed: layout.bytes as u64,
         available: frame.len() as u64,
     })?;
-    if !checksums && header.checksum != 0 {
-        return Err(corrupt("checksum present in a stream without checksums"));
-    }
     let bytes = elements * dtype.element_bytes();
     let out = out.get_mut(..bytes).ok_or(Error::OutputTooSmall {
         needed: bytes as u64,

@@ -2,10 +2,9 @@
 
 use crate::error::{Error, Result};
 use crate::format::{
-    max_encoded_len, Dtype, FrameCoding, FrameHeader, StreamInfo, DEFAULT_FRAME_LOG2,
-    STREAM_HEADER_BYTES,
+    max_encoded_len, Dtype, FrameCoding, StreamInfo, DEFAULT_FRAME_LOG2, STREAM_HEADER_BYTES,
 };
-use crate::frame::{decode_frame, encode_frame, Coding};
+use crate::frame::{check_frame_header, decode_frame, encode_frame, Coding};
 
 /// What the writer chooses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -189,15 +188,16 @@ impl Iterator for Frames<'_> {
             return None;
         }
         let rest = self.stream.get(self.offset..).unwrap_or(&[]);
-        let result = FrameHeader::parse(rest, self.info.dtype, self.index).and_then(|h| {
-            let bytes = h.frame_bytes as usize;
-            let elements = self.info.frame_elements(self.index);
-            if h.elements as usize != elements || bytes < 32 || bytes % 32 != 0 {
-                return Err(Error::CorruptFrame {
-                    frame: self.index,
-                    reason: "frame header inconsistent",
-                });
-            }
+        let elements = self.info.frame_elements(self.index);
+        let checked = check_frame_header(
+            self.info.dtype,
+            self.info.checksums,
+            self.index,
+            elements,
+            rest,
+        );
+        let result = checked.and_then(|(h, layout)| {
+            let bytes = layout.bytes;
             if rest.len() < bytes {
                 return Err(Error::Truncated {
                     needed: (self.offset + bytes) as u64,

@@ -65,10 +65,9 @@ use core::fmt;
 
 use crate::error::{Error, Result};
 use crate::format::{
-    Dtype, FrameHeader, FrameLayout, StreamInfo, ALIGN, DEFAULT_FRAME_LOG2, FRAME_HEADER_BYTES,
-    STREAM_HEADER_BYTES,
+    Dtype, StreamInfo, ALIGN, DEFAULT_FRAME_LOG2, FRAME_HEADER_BYTES, STREAM_HEADER_BYTES,
 };
-use crate::frame::{decode_frame, encode_frame, max_frame_bytes};
+use crate::frame::{check_frame_header, decode_frame, encode_frame, max_frame_bytes};
 use crate::stream::EncodeOptions;
 
 /// Buffer capacity in bytes that an [`Encoder`] or [`Decoder`] needs for frames of `frame_len`
@@ -463,19 +462,8 @@ fn checked_frame_bytes(
     header: &[u8],
     capacity: usize,
 ) -> Result<usize> {
-    let corrupt = |reason| Error::CorruptFrame {
-        frame: index,
-        reason,
-    };
-    let h = FrameHeader::parse(header, info.dtype, index)?;
     let elements = info.frame_elements(index);
-    if h.elements as usize != elements || elements == 0 {
-        return Err(corrupt("element count differs from the stream header's"));
-    }
-    let layout = FrameLayout::new(info.dtype, elements, h.dead_bits, &h.params);
-    if layout.bytes != h.frame_bytes as usize {
-        return Err(corrupt("frame size does not match its parameters"));
-    }
+    let (_, layout) = check_frame_header(info.dtype, info.checksums, index, elements, header)?;
     let need = layout.bytes + elements * info.dtype.element_bytes();
     if need > capacity {
         return Err(Error::FrameTooLarge {
