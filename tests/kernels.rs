@@ -4,8 +4,8 @@
 use enec::format::{FrameLayout, FrameParams, RankedParams};
 use enec::kernels::{
     choose_ranked, escape_masks, expand, groups_forward, groups_inverse, groups_unflagged,
-    groups_width, pack_halving, pack_plane, unpack_range, Fields, Plane, PlaneReader, PlaneWriter,
-    Ranking, GROUPS_BASES, MAX_LEVELS, MAX_SYMBOLS,
+    groups_width, lookup, pack_halving, pack_plane, unpack_range, Fields, Plane, PlaneReader,
+    PlaneWriter, Ranking, GROUPS_BASES, MAX_LEVELS, MAX_SYMBOLS,
 };
 use enec::Dtype;
 
@@ -651,6 +651,26 @@ fn choose_ranked_finds_the_true_minimum() {
                 let want = brute_force_ranked(&h, e, size);
                 assert_eq!(got, want, "case {case} {dtype:?} size function {which}");
             }
+        }
+    }
+}
+
+/// `lookup` maps each code through the table, for small tables (the compare-and-select path,
+/// up to 16 symbols) and large ones (the gather path), whatever the output held before.
+#[test]
+fn lookup_maps_codes_through_the_table() {
+    let mut rng = Rng(42);
+    for symbols in [1usize, 3, 7, 15, 16, 17, 31, 255, 256] {
+        let mut table = [0u8; MAX_SYMBOLS];
+        for t in &mut table[..symbols] {
+            *t = rng.below(256) as u8;
+        }
+        for len in [0usize, 1, 63, 64, 65, 256] {
+            let codes: Vec<u8> = (0..len).map(|_| rng.below(symbols as u64) as u8).collect();
+            let mut out = vec![0xA5u8; len];
+            lookup(&codes, &table, symbols, &mut out);
+            let expected: Vec<u8> = codes.iter().map(|&c| table[usize::from(c)]).collect();
+            assert_eq!(out, expected, "{symbols} symbols, {len} codes");
         }
     }
 }
