@@ -30,6 +30,8 @@
 #![deny(unsafe_code)] // allowed in `dispatch` only, for calling the AVX2-compiled kernels
 #![warn(missing_docs)]
 
+#[cfg(feature = "alloc")]
+extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
@@ -54,5 +56,7 @@ pub use frame::Coding;
 pub use stream::{
     decode, encode, frames, max_encoded_size, read_header, EncodeOptions, FrameInfo, Frames,
 };
+#[cfg(feature = "alloc")]
+pub use stream::{decode_to_vec, encode_to_vec};
 pub use streaming::{Decoder, Encoder, Progress, Status};
 pub use typed::{decode_bf16, decode_f16, decode_f32, encode_bf16, encode_f16, encode_f32};

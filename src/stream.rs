@@ -222,3 +222,24 @@ impl Iterator for Frames<'_> {
         Some(result)
     }
 }
+
+/// Encodes `input` into a new `Vec` of exactly the stream's length (feature `alloc`).
+#[cfg(feature = "alloc")]
+pub fn encode_to_vec(options: &EncodeOptions, input: &[u8]) -> Result<alloc::vec::Vec<u8>> {
+    let mut out = alloc::vec![0u8; max_encoded_size(options, input.len())?];
+    let len = encode(options, input, &mut out)?;
+    out.truncate(len);
+    Ok(out)
+}
+
+/// Decodes a whole stream into a new `Vec` (feature `alloc`). The size comes from the stream
+/// header, so a hostile header can ask for a large allocation: check
+/// [`read_header`]`(stream)?.decoded_bytes()` first where that matters.
+#[cfg(feature = "alloc")]
+pub fn decode_to_vec(stream: &[u8]) -> Result<alloc::vec::Vec<u8>> {
+    let info = StreamInfo::parse(stream)?;
+    let total = usize::try_from(info.decoded_bytes()).map_err(|_| Error::TooLarge)?;
+    let mut out = alloc::vec![0u8; total];
+    decode(stream, &mut out)?;
+    Ok(out)
+}
