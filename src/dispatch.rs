@@ -16,7 +16,7 @@ mod x86 {
     use super::*;
 
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
-    pub(super) fn encode_frame<const B: usize>(
+    pub(super) fn encode_frame(
         dtype: Dtype,
         coding: Coding,
         checksums: bool,
@@ -24,7 +24,7 @@ mod x86 {
         elements: usize,
         out: &mut [u8],
     ) -> Result<usize> {
-        encode_frame_impl::<B>(dtype, coding, checksums, input, elements, out)
+        encode_frame_impl(dtype, coding, checksums, input, elements, out)
     }
 
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
@@ -71,24 +71,13 @@ pub(crate) fn encode_frame(
     elements: usize,
     out: &mut [u8],
 ) -> Result<usize> {
-    let wide = dtype.element_bytes() == 4;
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
     if simd_in_use() {
         // SAFETY: `simd_in_use` checked that this CPU has every feature the x86 functions are
         // compiled for; they are otherwise ordinary safe functions.
-        return unsafe {
-            if wide {
-                x86::encode_frame::<4>(dtype, coding, checksums, input, elements, out)
-            } else {
-                x86::encode_frame::<2>(dtype, coding, checksums, input, elements, out)
-            }
-        };
+        return unsafe { x86::encode_frame(dtype, coding, checksums, input, elements, out) };
     }
-    if wide {
-        encode_frame_impl::<4>(dtype, coding, checksums, input, elements, out)
-    } else {
-        encode_frame_impl::<2>(dtype, coding, checksums, input, elements, out)
-    }
+    encode_frame_impl(dtype, coding, checksums, input, elements, out)
 }
 
 pub(crate) fn decode_frame(
@@ -123,11 +112,7 @@ pub fn encode_frame_portable(
         // Same validation as the public function, which reports it.
         return crate::frame::encode_frame(dtype, coding, checksums, input, out);
     }
-    if eb == 4 {
-        encode_frame_impl::<4>(dtype, coding, checksums, input, elements, out)
-    } else {
-        encode_frame_impl::<2>(dtype, coding, checksums, input, elements, out)
-    }
+    encode_frame_impl(dtype, coding, checksums, input, elements, out)
 }
 
 /// [`crate::frame::decode_frame`] on the baseline compilation, whatever the CPU.

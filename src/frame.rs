@@ -66,7 +66,22 @@ pub fn encode_frame(
 /// The encoder's element loops; `#[inline(always)]` down to the kernels so that
 /// [`crate::dispatch`] can compile them once per instruction set.
 #[inline(always)]
-pub(crate) fn encode_frame_impl<const B: usize>(
+pub(crate) fn encode_frame_impl(
+    dtype: Dtype,
+    coding: Coding,
+    checksums: bool,
+    input: &[u8],
+    elements: usize,
+    out: &mut [u8],
+) -> Result<usize> {
+    match dtype.element_bytes() {
+        2 => encode_elements::<2>(dtype, coding, checksums, input, elements, out),
+        _ => encode_elements::<4>(dtype, coding, checksums, input, elements, out),
+    }
+}
+
+#[inline(always)]
+fn encode_elements<const B: usize>(
     dtype: Dtype,
     coding: Coding,
     checksums: bool,
