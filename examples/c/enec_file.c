@@ -1,0 +1,196 @@
+/*
+ * enec_file: compress and decompress a file of raw little-endian weights through the enec C ABI
+ * (ffi/include/enec.h). The library never allocates; this program owns every buffer, including
+ * the streaming codec's state.
+ *
+ *   enec_file compress   bf16|fp16|fp32 IN OUT   one-shot enec_encode
+ *   enec_file decompress IN OUT                  streaming decoder, 64 KiB reads and writes
+ *   enec_file roundtrip  bf16|fp16|fp32 IN       streaming encoder, one-shot decoder, compare
+ *
+ * Build: make -C examples/c   (or see examples/c/Makefile)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "enec.h"
+
+#define CHUNK (64 * 1024)
+
+static int fail_status(const char *what, EnecStatus status) {
+    fprintf(stderr, "enec_file: %s: %s\n", what, enec_status_message(status));
+    return 1;
+}
+
+static unsigned char *read_all(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        perror(path);
+        return NULL;
+    }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *buf = malloc(n > 0 ? (size_t)n : 1);
+    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        perror(path);
+        fclose(f);
+        free(buf);
+        return NULL;
+    }
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+static int write_all(const char *path, const unsigned char *buf, size_t len) {
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(buf, 1, len, f) != len) {
+        perror(path);
+        if (f) fclose(f);
+        return 1;
+    }
+    return fclose(f) != 0;
+}
+
+static int parse_dtype(const char *name, uint32_t *dtype) {
+    if (strcmp(name, "bf16") == 0) *dtype = ENEC_DTYPE_BF16;
+    else if (strcmp(name, "fp16") == 0) *dtype = ENEC_DTYPE_FP16;
+    else if (strcmp(name, "fp32") == 0) *dtype = ENEC_DTYPE_FP32;
+    else {
+        fprintf(stderr, "enec_file: unknown dtype %s (bf16, fp16 or fp32)\n", name);
+        return 1;
+    }
+    return 0;
+}
+
+/* One-shot: size the output with enec_max_encoded_size, encode, write. */
+static int compress(uint32_t dtype, const char *in, const char *out) {
+    size_t len = 0, cap = 0, written = 0;
+    unsigned char *input = read_all(in, &len);
+    if (!input) return 1;
+    EnecOptions options = enec_options_default(dtype);
+    EnecStatus st = enec_max_encoded_size(&options, len, &cap);
+    if (st != ENEC_STATUS_OK) return free(input), fail_status("max size", st);
+    unsigned char *stream = malloc(cap);
+    EnecErrorDetail detail;
+    st = enec_encode(&options, input, len, stream, cap, &written, &detail);
+    int rc = st != ENEC_STATUS_OK ? fail_status("encode", st) : write_all(out, stream, written);
+    if (rc == 0) printf("%s: %zu -> %zu bytes (ratio %.4f)\n", in, len, written, written ? (double)len / written : 0.0);
+    free(input);
+    free(stream);
+    return rc;
+}
+
+/* Streaming: the decoder's state lives in memory we provide, sized by the library. */
+static int decompress(const char *in, const char *out) {
+    FILE *fin = fopen(in, "rb"), *fout = fopen(out, "wb");
+    if (!fin || !fout) {
+        perror(!fin ? in : out);
+        return 1;
+    }
+    /* Enough for every dtype with the default 16,384-element frames. */
+    size_t state_len = enec_decoder_state_size(ENEC_DTYPE_FP32, 16384);
+    void *state = aligned_alloc(ENEC_STATE_ALIGN, (state_len + ENEC_STATE_ALIGN - 1) / ENEC_STATE_ALIGN * ENEC_STATE_ALIGN);
+    EnecDecoder *dec = NULL;
+    EnecStatus st = enec_decoder_init(state, state_len, ENEC_DTYPE_FP32, 16384, &dec);
+    if (st != ENEC_STATUS_OK) return fail_status("decoder init", st);
+    static unsigned char inbuf[CHUNK], outbuf[CHUNK];
+    size_t have = 0, at = 0, total_out = 0;
+    int eof = 0, rc = 0;
+    for (;;) {
+        if (at == have && !eof) {
+            have = fread(inbuf, 1, CHUNK, fin);
+            at = 0;
+            eof = have == 0;
+        }
+        EnecProgress p;
+        st = enec_decoder_decode(dec, inbuf + at, have - at, outbuf, CHUNK, &p);
+        if (st != ENEC_STATUS_OK) {
+            rc = fail_status("decode", st);
+            break;
+        }
+        at += p.consumed;
+        if (p.written && fwrite(outbuf, 1, p.written, fout) != p.written) {
+            perror(out);
+            rc = 1;
+            break;
+        }
+        total_out += p.written;
+        if (p.status == ENEC_FLOW_STATUS_DONE) break;
+        if (p.status == ENEC_FLOW_STATUS_NEEDS_INPUT && eof) break; /* finish() reports it */
+    }
+    if (rc == 0 && (st = enec_decoder_finish(dec)) != ENEC_STATUS_OK) rc = fail_status("finish", st);
+    if (rc == 0) printf("%s: decoded %zu bytes\n", in, total_out);
+    free(state);
+    fclose(fin);
+    if (fclose(fout) != 0) rc = 1;
+    return rc;
+}
+
+/* Streaming encoder in odd-sized pieces, then the one-shot decoder, then compare. */
+static int roundtrip(uint32_t dtype, const char *in) {
+    size_t len = 0, cap = 0;
+    unsigned char *input = read_all(in, &len);
+    if (!input) return 1;
+    EnecOptions options = enec_options_default(dtype);
+    size_t eb = dtype == ENEC_DTYPE_FP32 ? 4 : 2;
+    len -= len % eb;
+    EnecStatus st = enec_max_encoded_size(&options, len, &cap);
+    if (st != ENEC_STATUS_OK) return fail_status("max size", st);
+    unsigned char *stream = malloc(cap), *restored = malloc(len ? len : 1);
+    size_t state_len = enec_encoder_state_size(&options);
+    void *state = aligned_alloc(ENEC_STATE_ALIGN, (state_len + ENEC_STATE_ALIGN - 1) / ENEC_STATE_ALIGN * ENEC_STATE_ALIGN);
+    EnecEncoder *enc = NULL;
+    st = enec_encoder_init(state, state_len, &options, len / eb, &enc);
+    if (st != ENEC_STATUS_OK) return fail_status("encoder init", st);
+    size_t in_at = 0, out_at = 0;
+    for (;;) {
+        size_t piece = len - in_at < 7777 ? len - in_at : 7777;
+        size_t room = cap - out_at < 5000 ? cap - out_at : 5000;
+        EnecProgress p;
+        st = enec_encoder_encode(enc, input + in_at, piece, stream + out_at, room, &p);
+        if (st != ENEC_STATUS_OK) return fail_status("stream encode", st);
+        in_at += p.consumed;
+        out_at += p.written;
+        if (p.status == ENEC_FLOW_STATUS_DONE) break;
+    }
+    if ((st = enec_encoder_finish(enc)) != ENEC_STATUS_OK) return fail_status("encoder finish", st);
+    /* The streamed stream is the one-shot stream. */
+    size_t one_shot_len = 0, decoded = 0;
+    unsigned char *one_shot = malloc(cap);
+    st = enec_encode(&options, input, len, one_shot, cap, &one_shot_len, NULL);
+    if (st != ENEC_STATUS_OK) return fail_status("encode", st);
+    EnecStreamInfo info;
+    if ((st = enec_read_header(stream, out_at, &info)) != ENEC_STATUS_OK) return fail_status("header", st);
+    EnecErrorDetail detail;
+    st = enec_decode(stream, out_at, restored, len, &decoded, &detail);
+    if (st != ENEC_STATUS_OK) return fail_status("decode", st);
+    int same = one_shot_len == out_at && memcmp(one_shot, stream, out_at) == 0;
+    int equal = decoded == len && memcmp(restored, input, len) == 0;
+    printf("%s: %llu elements, %u frames, %zu -> %zu bytes (ratio %.4f); streamed == one-shot: %s; "
+           "restored: %s\n",
+           in, (unsigned long long)info.element_count, info.frame_count, len, out_at,
+           out_at ? (double)len / out_at : 0.0, same ? "yes" : "NO", equal ? "byte-identical" : "MISMATCH");
+    free(input);
+    free(stream);
+    free(restored);
+    free(one_shot);
+    free(state);
+    return same && equal ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+    uint32_t dtype = 0;
+    if (argc == 5 && strcmp(argv[1], "compress") == 0 && parse_dtype(argv[2], &dtype) == 0)
+        return compress(dtype, argv[3], argv[4]);
+    if (argc == 4 && strcmp(argv[1], "decompress") == 0) return decompress(argv[2], argv[3]);
+    if (argc == 4 && strcmp(argv[1], "roundtrip") == 0 && parse_dtype(argv[2], &dtype) == 0)
+        return roundtrip(dtype, argv[3]);
+    fprintf(stderr,
+            "enec %s\nusage: enec_file compress bf16|fp16|fp32 IN OUT\n"
+            "       enec_file decompress IN OUT\n"
+            "       enec_file roundtrip bf16|fp16|fp32 IN\n",
+            enec_version());
+    return 2;
+}
