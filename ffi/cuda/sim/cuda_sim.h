@@ -397,3 +397,32 @@ inline cudaError_t cudaFuncSetAttribute(F, cudaFuncAttribute, int v) {
   sim::st().smem_limit = (size_t)v > 48 * 1024 ? (size_t)v : 48 * 1024;
   return cudaSuccess;
 }
+
+// Events, streams and device properties (for compiling the benchmark on the CPU; no timing).
+inline cudaError_t cudaEventCreate(cudaEvent_t* e) {
+  *e = nullptr;
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t = 0) { return cudaSuccess; }
+inline cudaError_t cudaEventDestroy(cudaEvent_t) { return cudaSuccess; }
+inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t, cudaEvent_t) {
+  *ms = 1.0f;
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamCreate(cudaStream_t* s) {
+  *s = nullptr;
+  return cudaSuccess;
+}
+struct cudaDeviceProp {
+  char name[256];
+  int multiProcessorCount;
+  int l2CacheSize;
+  size_t totalGlobalMem;
+};
+inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int) {
+  snprintf(p->name, sizeof p->name, "cuda_sim (CPU model)");
+  p->multiProcessorCount = 1;
+  p->l2CacheSize = 0;
+  p->totalGlobalMem = 0;
+  return cudaSuccess;
+}

@@ -638,10 +638,11 @@ struct EncSmem {
   uint32_t xs, comp, gmin, gmax, flag, list, total;
 };
 
+ENEC_HD uint32_t a16(uint32_t x) { return (x + 15u) & ~15u; }
+
 ENEC_HD EncSmem enc_smem_layout(uint32_t n) {
   EncSmem s;
   const uint32_t g = (n + 15) / 16;
-  auto a16 = [](uint32_t x) { return (x + 15u) & ~15u; };
   s.xs = 0;
   s.comp = a16(n);
   const uint32_t comp = n > 8192 ? n : 8192;  // also the per-warp histograms (8 x 256 x 4)

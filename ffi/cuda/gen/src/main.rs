@@ -205,6 +205,8 @@ struct Case {
 struct Writer {
     dir: PathBuf,
     manifest: String,
+    /// Streams already written (identical streams share one file: auto often equals ranked).
+    written: Vec<(Vec<u8>, String)>,
 }
 
 impl Writer {
@@ -212,14 +214,11 @@ impl Writer {
         fs::create_dir_all(dir).unwrap();
         Writer {
             dir: dir.to_path_buf(),
+            written: Vec::new(),
             manifest: String::from(
                 "name\tdtype\tframe_log2\tcoding\tchecksums\traw\traw_bytes\traw_h32\tstream\tstream_bytes\tstream_h32\tframes\n",
             ),
         }
-    }
-
-    fn raw(&self, file: &str, bytes: &[u8]) {
-        fs::write(self.dir.join(file), bytes).unwrap();
     }
 
     fn case(&mut self, case: &Case, raw: &[u8]) {
@@ -234,7 +233,11 @@ impl Writer {
         for f in frames(&stream).unwrap() {
             codings[f.unwrap().coding as usize] += 1;
         }
-        let stream_file = if case.ship_stream {
+        let stream_file = if !case.ship_stream {
+            "-".to_string()
+        } else if let Some((_, f)) = self.written.iter().find(|(b, _)| *b == stream) {
+            f.clone()
+        } else {
             let f = format!(
                 "{}.{}.f{}{}.enec",
                 case.name,
@@ -243,9 +246,8 @@ impl Writer {
                 if case.checksums { "" } else { ".nock" }
             );
             fs::write(self.dir.join(&f), &stream).unwrap();
+            self.written.push((stream.clone(), f.clone()));
             f
-        } else {
-            "-".to_string()
         };
         writeln!(
             self.manifest,
@@ -349,9 +351,10 @@ fn small(dir: &Path) {
             from_f32(dtype, &v),
         ));
     }
+    // Raw bytes do not travel: the device recovers them by decoding the shipped auto stream
+    // (checked against raw_h32), which keeps what travels small.
     for (name, dtype, raw) in &sets {
-        let file = format!("{name}.bin");
-        w.raw(&file, raw);
+        let file = "-".to_string();
         for coding in CODINGS {
             let case = Case {
                 name: name.clone(),
@@ -385,7 +388,7 @@ fn small(dir: &Path) {
                 frame_log2: log2,
                 coding,
                 checksums,
-                raw_source: format!("{name}.bin"),
+                raw_source: "-".to_string(),
                 ship_stream: true,
             };
             w.case(&case, raw);
