@@ -32,12 +32,41 @@ fn work_dir() -> PathBuf {
     dir
 }
 
-/// Compiles the kernels + CPU model + driver once per test binary.
+/// The kernel, model and driver sources, in a fixed order.
+fn sources() -> Vec<PathBuf> {
+    let root = repo().join("ffi/ascendc");
+    let mut files = Vec::new();
+    for dir in ["kernel", "sim", "host"] {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(root.join(dir))
+            .expect("ffi/ascendc sources")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "h" || x == "cpp"))
+            .collect();
+        entries.sort();
+        files.extend(entries);
+    }
+    files
+}
+
+/// Compiles the kernels + CPU model + driver, once per distinct source text (FNV-1a of the
+/// sources names the binary, so an edited kernel is always rebuilt and an unchanged one never).
 fn driver() -> &'static Path {
     static DRIVER: OnceLock<PathBuf> = OnceLock::new();
     DRIVER.get_or_init(|| {
-        let out = work_dir().join(format!("sim_driver-{}", std::process::id()));
         let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+        let mut hash = 0xcbf2_9ce4_8422_2325u64;
+        for byte in sources()
+            .iter()
+            .flat_map(|f| std::fs::read(f).expect("read a source"))
+            .chain(cxx.bytes())
+        {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3);
+        }
+        let out = work_dir().join(format!("sim_driver-{hash:016x}"));
+        if out.exists() {
+            return out;
+        }
+        let tmp = work_dir().join(format!("sim_driver-{hash:016x}.{}", std::process::id()));
         let root = repo().join("ffi/ascendc");
         let status = Command::new(&cxx)
             .args(["-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror"])
@@ -47,7 +76,7 @@ fn driver() -> &'static Path {
             .arg(root.join("kernel"))
             .arg(root.join("sim/sim_driver.cpp"))
             .arg("-o")
-            .arg(&out)
+            .arg(&tmp)
             .status()
             .unwrap_or_else(|e| {
                 panic!(
@@ -59,6 +88,7 @@ fn driver() -> &'static Path {
             status.success(),
             "compiling the AscendC kernels on the CPU model failed"
         );
+        std::fs::rename(&tmp, &out).expect("install the driver binary");
         out
     })
 }
