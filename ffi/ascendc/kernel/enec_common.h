@@ -301,14 +301,14 @@ __aicore__ inline void interleave(const LocalTensor<uint32_t>& dst, const LocalT
 // Escape / participation mask: bit q of `mask` = (v[q] `mode` value), q < n. Returns the number
 // of set bits among the first n. v holds small non-negative integers (< 2048): exact in half.
 __aicore__ inline uint32_t build_mask(const LocalTensor<uint16_t>& v, uint32_t n, uint32_t value,
-                                      AscendC::CMPMODE mode, const LocalTensor<AscendC::half>& hv,
-                                      const LocalTensor<AscendC::half>& hc, const LocalTensor<uint8_t>& mask) {
+                                      AscendC::CMPMODE mode, const LocalTensor<half>& hv,
+                                      const LocalTensor<half>& hc, const LocalTensor<uint8_t>& mask) {
     if (n == 0) return 0;
     uint32_t n128 = round_up(n, 128);
     AscendC::Cast(hv, v.ReinterpretCast<int16_t>(), AscendC::RoundMode::CAST_NONE, n128);
-    AscendC::Duplicate(hc, AscendC::half(float(value)), int32_t(n128));
+    AscendC::Duplicate(hc, half(float(value)), int32_t(n128));
     AscendC::Compare(mask, hv, hc, mode, n128);
-    AscendC::PipeBarrier<AscendC::PIPE_ALL>();  // vector -> scalar
+    AscendC::PipeBarrier<PIPE_ALL>();  // vector -> scalar
     LocalTensor<uint64_t> words = mask.ReinterpretCast<uint64_t>();
     uint32_t count = 0;
     for (uint32_t w = 0; w * 64 < n; w++) {

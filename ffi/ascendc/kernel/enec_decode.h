@@ -36,7 +36,7 @@ public:
         pipe.InitBuffer(wordBuf, TILE * sizeof(uint32_t));
         pipe.InitBuffer(ilvBuf, 2 * TILE * sizeof(uint32_t));
         pipe.InitBuffer(dlvBuf, 2 * TILE * sizeof(uint32_t));
-        pipe.InitBuffer(halfBuf, 2 * TILE * sizeof(AscendC::half));
+        pipe.InitBuffer(halfBuf, 2 * TILE * sizeof(half));
         pipe.InitBuffer(maskBuf, MAX_LEVELS * TILE / 8);
         pipe.InitBuffer(groupBuf, 3 * (MAX_GROUPS + 16) * sizeof(uint16_t));
 
@@ -65,7 +65,7 @@ private:
 
         LocalTensor<uint8_t> header = headerBuf.Get<uint8_t>();
         AscendC::DataCopy(header, streamGm[frameOff], HEADER_BYTES);
-        AscendC::PipeBarrier<AscendC::PIPE_ALL>();  // MTE2 -> scalar
+        AscendC::PipeBarrier<PIPE_ALL>();  // MTE2 -> scalar
         uint32_t frameBytes = 0, checksum = 0;
         uint32_t st = parse_frame_header(header, dt, elements, params, frameBytes, checksum);
         if (st != ENEC_FRAME_OK) return st;
@@ -95,7 +95,7 @@ private:
             uint32_t bytes = len * dt.eb;
             LocalTensor<uint8_t> tile = outQue.AllocTensor<uint8_t>();
             CopyBytesIn(tile, frameGm[HEADER_BYTES + s * dt.eb], bytes);
-            AscendC::PipeBarrier<AscendC::PIPE_ALL>();
+            AscendC::PipeBarrier<PIPE_ALL>();
             hash.feed(tile, bytes);
             outQue.EnQue(tile);
             CopyOut(s, bytes);
@@ -114,7 +114,7 @@ private:
         LocalTensor<uint16_t> table = tableBuf.Get<uint16_t>();
         if (layout.tableLen > 0) {
             AscendC::DataCopy(raw, frameGm[layout.tableAt], pad32(layout.tableLen));
-            AscendC::PipeBarrier<AscendC::PIPE_ALL>();
+            AscendC::PipeBarrier<PIPE_ALL>();
         }
         for (uint32_t r = 0; r < TABLE_SLOTS; r++) {
             uint32_t x = r < layout.tableLen ? raw.GetValue(r) : 0;
@@ -150,7 +150,7 @@ private:
             for (uint32_t jj = levels; jj > 0; jj--) {
                 uint32_t j = jj - 1;
                 lookup(buf[j], buf[j], n[j], s[j], table, wideBuf.Get<uint16_t>(), offsBuf.Get<uint32_t>(), ilv);
-                AscendC::PipeBarrier<AscendC::PIPE_ALL>();
+                AscendC::PipeBarrier<PIPE_ALL>();
                 expand(buf[j], n[j], masks[j * (TILE / 8)], buf[j + 1]);
             }
             MergeOut(start, len, codes, pair);
@@ -173,7 +173,7 @@ private:
         LocalTensor<uint16_t> before = g[2 * (MAX_GROUPS + 16)];     // flagged groups before t
         for (uint32_t t0 = 0; t0 < groups; t0 += TILE)
             unpack_range(layout.planes[0], t0, min_u32(TILE, groups - t0), flags[t0], flags[t0]);
-        AscendC::PipeBarrier<AscendC::PIPE_ALL>();
+        AscendC::PipeBarrier<PIPE_ALL>();
         uint32_t count = 0;
         for (uint32_t t = 0; t < groups; t++) {
             before.SetValue(t, uint16_t(count));
@@ -206,7 +206,7 @@ private:
                 if (n > 0) {
                     if (highCursor + n > layout.planes[2].count) return ENEC_FRAME_CORRUPT;
                     unpack_range(layout.planes[2], highCursor, n, high, high);
-                    AscendC::PipeBarrier<AscendC::PIPE_ALL>();
+                    AscendC::PipeBarrier<PIPE_ALL>();
                     uint32_t q = 0;
                     for (uint32_t i = start; i < start + len;) {
                         uint32_t r = i / groups, t = i % groups;
@@ -322,10 +322,10 @@ private:
                                           uint32_t e) {
         LocalTensor<int16_t> v = y.ReinterpretCast<int16_t>();
         LocalTensor<int16_t> zeros = wideBuf.Get<int16_t>()[TILE];
-        int16_t half = int16_t(1u << (width - 1));
-        AscendC::Adds(v, v, half, int32_t(n));
+        int16_t mid = int16_t(1u << (width - 1));
+        AscendC::Adds(v, v, mid, int32_t(n));
         keep_low_bits(y, width, n);
-        AscendC::Adds(v, v, int16_t(-half), int32_t(n));
+        AscendC::Adds(v, v, int16_t(-mid), int32_t(n));
         AscendC::Sub(v, zeros, v, int32_t(n));
         AscendC::Adds(v, v, int16_t(base), int32_t(n));
         keep_low_bits(y, e, n);
@@ -347,7 +347,7 @@ private:
             AscendC::ShiftLeft(out, x, uint16_t(M), int32_t(len));
             AscendC::Or(out, out, lo, int32_t(len));
             AscendC::Or(out, out, sign, int32_t(len));
-            AscendC::PipeBarrier<AscendC::PIPE_ALL>();
+            AscendC::PipeBarrier<PIPE_ALL>();
             LocalTensor<uint8_t> bytes = out.ReinterpretCast<uint8_t>();
             hash.feed(bytes, len * 2);
             outQue.EnQue(out);
@@ -368,7 +368,7 @@ private:
             AscendC::ShiftLeft(tmp, tmp, uint32_t(M), int32_t(len));
             AscendC::Or(out.ReinterpretCast<uint16_t>(), out.ReinterpretCast<uint16_t>(),
                         tmp.ReinterpretCast<uint16_t>(), int32_t(2 * len));
-            AscendC::PipeBarrier<AscendC::PIPE_ALL>();
+            AscendC::PipeBarrier<PIPE_ALL>();
             hash.feed(out.ReinterpretCast<uint8_t>(), len * 4);
             outQue.EnQue(out);
         }
@@ -387,8 +387,8 @@ private:
         outQue.FreeTensor(out);
     }
 
-    __aicore__ inline LocalTensor<AscendC::half> Halves(uint32_t which) {
-        return halfBuf.Get<AscendC::half>()[which * TILE];
+    __aicore__ inline LocalTensor<half> Halves(uint32_t which) {
+        return halfBuf.Get<half>()[which * TILE];
     }
 
     AscendC::TPipe pipe;

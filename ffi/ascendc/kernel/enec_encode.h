@@ -50,7 +50,7 @@ public:
         pipe.InitBuffer(offsBuf, TILE * sizeof(uint32_t));
         pipe.InitBuffer(ilvBuf, 2 * TILE * sizeof(uint32_t));
         pipe.InitBuffer(dlvBuf, 2 * TILE * sizeof(uint32_t));
-        pipe.InitBuffer(halfBuf, 2 * TILE * sizeof(AscendC::half));
+        pipe.InitBuffer(halfBuf, 2 * TILE * sizeof(half));
         pipe.InitBuffer(maskBuf, TILE / 8);
         pipe.InitBuffer(accBuf, 2 * TILE * sizeof(uint16_t));    // mantissa OR accumulator
         pipe.InitBuffer(statBuf, (256 + 260 + 12 * 9) * sizeof(uint32_t));  // histogram, covered, unflagged
@@ -95,7 +95,7 @@ private:
         check.init();
         check.feed(h, 28);
         put_u32(h, 28, check.finish());
-        AscendC::PipeBarrier<AscendC::PIPE_ALL>();  // scalar -> MTE3
+        AscendC::PipeBarrier<PIPE_ALL>();  // scalar -> MTE3
         AscendC::DataCopy(headerGm, h, HEADER_BYTES);
     }
 
@@ -144,7 +144,7 @@ private:
             WriteStored();
         } else {
             if (!SplitPlanes()) return 0;  // internal inconsistency: the host reports size 0
-            AscendC::PipeBarrier<AscendC::PIPE_ALL>();  // workspace writes before reads
+            AscendC::PipeBarrier<PIPE_ALL>();  // workspace writes before reads
             PackPlanes();
         }
         return layout.bytes;
@@ -197,7 +197,7 @@ private:
         AscendC::Duplicate(acc, uint16_t(0), int32_t(2 * TILE));
         AscendC::Duplicate(gmin, uint16_t(0xFFFF), int32_t(round_up(groups, 16)));
         AscendC::Duplicate(gmax, uint16_t(0), int32_t(round_up(groups, 16)));
-        AscendC::PipeBarrier<AscendC::PIPE_ALL>();
+        AscendC::PipeBarrier<PIPE_ALL>();
         for (uint32_t i = 0; i < 256; i++) hist.SetValue(i, 0);
         hash.init();
         uint32_t t = 0;
@@ -207,7 +207,7 @@ private:
             LocalTensor<uint8_t> tile = inQue.DeQue<uint8_t>();
             exponents(tile, len, x);
             AscendC::Or(acc, acc, tile.ReinterpretCast<uint16_t>(), int32_t(len * dt.eb / 2));
-            AscendC::PipeBarrier<AscendC::PIPE_ALL>();  // vector -> scalar
+            AscendC::PipeBarrier<PIPE_ALL>();  // vector -> scalar
             hash.feed(tile, len * dt.eb);
             // Scalar: the histogram is a scatter-add, and the group ranges ride along.
             for (uint32_t q = 0; q < len; q++) {
@@ -296,8 +296,8 @@ private:
     // groups_width (src/kernels.rs)
     __aicore__ inline static uint32_t groups_width(uint32_t base, uint32_t lo, uint32_t hi, uint32_t e) {
         for (uint32_t n = 1; n < e; n++) {
-            int32_t half = int32_t(1) << (n - 1);
-            if (int32_t(base) - half < int32_t(lo) && int32_t(hi) <= int32_t(base) + half) return n;
+            int32_t mid = int32_t(1) << (n - 1);
+            if (int32_t(base) - mid < int32_t(lo) && int32_t(hi) <= int32_t(base) + mid) return n;
         }
         return e;
     }
@@ -391,7 +391,7 @@ private:
                 put_u32(h, 20 + 4 * j, params.counts[j]);
             }
         }
-        AscendC::PipeBarrier<AscendC::PIPE_ALL>();
+        AscendC::PipeBarrier<PIPE_ALL>();
         AscendC::DataCopy(frameGm, h, HEADER_BYTES);
     }
 
@@ -401,9 +401,9 @@ private:
             uint32_t bytes = len * dt.eb;
             LoadTile(start, len);
             LocalTensor<uint8_t> tile = inQue.DeQue<uint8_t>();
-            AscendC::PipeBarrier<AscendC::PIPE_ALL>();
+            AscendC::PipeBarrier<PIPE_ALL>();
             for (uint32_t i = bytes; i < pad32(bytes); i++) tile.SetValue(i, 0);  // zero padding
-            AscendC::PipeBarrier<AscendC::PIPE_ALL>();
+            AscendC::PipeBarrier<PIPE_ALL>();
             AscendC::DataCopy(frameGm[HEADER_BYTES + start * dt.eb], tile, pad32(bytes));
             inQue.FreeTensor(tile);
         }
@@ -496,7 +496,7 @@ private:
         LocalTensor<uint16_t> wide = wideBuf.Get<uint16_t>();
         LocalTensor<uint8_t> mask = maskBuf.Get<uint8_t>();
         LocalTensor<uint16_t> compact = compactBuf.Get<uint16_t>();
-        LocalTensor<AscendC::half> hv = halfBuf.Get<AscendC::half>(), hc = hv[TILE];
+        LocalTensor<half> hv = halfBuf.Get<half>(), hc = hv[TILE];
         bool wideResidual = layout.residual.width > 16;
         uint32_t cursor[MAX_LEVELS + 1] = {0, 0, 0, 0};
         uint32_t s[MAX_LEVELS + 1];
@@ -518,7 +518,7 @@ private:
                 if (flags.GetValue(t) != 0) flagged.SetValue(flaggedCount++, uint16_t(t));
             }
             if (flaggedCount != params.flagged) return false;
-            AscendC::PipeBarrier<AscendC::PIPE_ALL>();
+            AscendC::PipeBarrier<PIPE_ALL>();
             Stage(ST_P0, 0, flags, groups);
         }
 
@@ -546,7 +546,7 @@ private:
                     uint32_t escape = j < params.levels ? (1u << params.widths[j]) - 1 : 0;
                     uint32_t k = Compact(mask, len, j == params.levels, s[j], escape);
                     if (cursor[j] + k > layout.planes[j].count) return false;
-                    AscendC::PipeBarrier<AscendC::PIPE_ALL>();
+                    AscendC::PipeBarrier<PIPE_ALL>();
                     Stage(ST_P0 + j, cursor[j], compact, k);
                     cursor[j] += k;
                 }
@@ -556,7 +556,7 @@ private:
                 keep_low_bits(wide, params.low, len);
                 Stage(ST_P1, start, wide, len);
                 if (params.flagged != 0) {
-                    AscendC::PipeBarrier<AscendC::PIPE_ALL>();
+                    AscendC::PipeBarrier<PIPE_ALL>();
                     uint32_t k = 0;
                     for (uint32_t i = start; i < start + len;) {
                         uint32_t r = i / groups, t = i % groups;
@@ -569,7 +569,7 @@ private:
                         i += tEnd - t;
                     }
                     if (cursor[2] + k > layout.planes[2].count) return false;
-                    AscendC::PipeBarrier<AscendC::PIPE_ALL>();
+                    AscendC::PipeBarrier<PIPE_ALL>();
                     Stage(ST_P2, cursor[2], compact, k);
                     cursor[2] += k;
                 }
@@ -604,7 +604,7 @@ private:
         LocalTensor<uint8_t> out = order[256];
         uint32_t len = layout.tableLen;
         for (uint32_t r = 0; r < pad32(len); r++) out.SetValue(r, r < len ? order.GetValue(r) : uint8_t(0));
-        AscendC::PipeBarrier<AscendC::PIPE_ALL>();
+        AscendC::PipeBarrier<PIPE_ALL>();
         AscendC::DataCopy(frameGm[layout.tableAt], out, pad32(len));
     }
 
@@ -624,11 +624,11 @@ private:
     __aicore__ inline void pack_halving(const LocalTensor<uint16_t>& lanes, uint32_t len, uint32_t words, uint32_t p) {
         LocalTensor<uint16_t> tmp = packTmpBuf.Get<uint16_t>();
         while (len > words) {
-            uint32_t half = len / 2;
-            uint16_t shift = uint16_t((half / words) * p);
-            AscendC::ShiftLeft(tmp, lanes[half], shift, int32_t(half));
-            AscendC::Or(lanes, lanes, tmp, int32_t(half));
-            len = half;
+            uint32_t halfLen = len / 2;
+            uint16_t shift = uint16_t((halfLen / words) * p);
+            AscendC::ShiftLeft(tmp, lanes[halfLen], shift, int32_t(halfLen));
+            AscendC::Or(lanes, lanes, tmp, int32_t(halfLen));
+            len = halfLen;
         }
     }
 

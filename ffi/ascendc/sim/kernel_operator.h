@@ -133,15 +133,17 @@ void launch(uint32_t block_dim, F kernel) {
 
 }  // namespace ascendc_sim
 
+// CANN provides `half` and the pipe names (PIPE_V, PIPE_ALL, ...) at global scope.
+using half = ascendc_sim::half;
+enum pipe_t : uint8_t { PIPE_S, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_ALL };
+
 namespace AscendC {
 
-using ascendc_sim::half;
+using ::half;
 
 enum class TPosition : uint8_t { GM, VECIN, VECOUT, VECCALC, A1, A2, B1, B2, CO1, CO2, MAX };
 enum class CMPMODE : uint8_t { LT, GT, EQ, LE, GE, NE };
 enum class RoundMode : uint8_t { CAST_NONE = 0, CAST_RINT, CAST_FLOOR, CAST_CEIL, CAST_ROUND, CAST_TRUNC, CAST_ODD };
-enum pipe_t : uint8_t { PIPE_S, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_ALL };
-
 inline int64_t GetBlockIdx() { return ascendc_sim::core().block_idx; }
 inline int64_t GetBlockNum() { return ascendc_sim::core().block_num; }
 
