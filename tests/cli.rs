@@ -149,6 +149,14 @@ fn safetensors_round_trip() {
     assert!(said.contains("5 tensors, 4 encoded"), "{said}");
     ok(&["decompress", p(&packed), p(&restored)]);
     assert_eq!(std::fs::read(&restored).unwrap(), file);
+    // OUT gets the permissions of any new file (not the 0600 of a temporary file).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode();
+        assert_eq!(mode(&restored), mode(&input));
+        assert_eq!(mode(&packed), mode(&input));
+    }
     assert!(std::fs::metadata(&packed).unwrap().len() < file.len() as u64);
     assert_eq!(
         listing(dir.0.path()),

@@ -40,8 +40,15 @@ impl AtomicFile {
             _ => Path::new("."),
         };
         let prefix = format!("{}.tmp-{}-", name.to_string_lossy(), std::process::id());
-        let tmp = tempfile::Builder::new()
-            .prefix(&prefix)
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(&prefix);
+        // tempfile's default is 0600; OUT gets the usual 0666 less the umask, like any new file.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            builder.permissions(std::fs::Permissions::from_mode(0o666));
+        }
+        let tmp = builder
             .tempfile_in(dir)
             .context(|| format!("{}: cannot create a temporary file", dir.display()))?;
         Ok(AtomicFile {
