@@ -45,7 +45,8 @@ fi
 NVC_CFLAGS="" NVC_LIBS=""
 if [ -f "$NVCOMP/lib/libnvcomp.so.6" ]; then
   NVC_CFLAGS="-DENEC_WITH_NVCOMP -I$NVCOMP/include"
-  NVC_LIBS="$NVCOMP/lib/libnvcomp.so.6 -Xlinker -rpath=$NVCOMP/lib"
+  ln -sf libnvcomp.so.6 "$NVCOMP/lib/libnvcomp.so"
+  NVC_LIBS="-L$NVCOMP/lib -lnvcomp -Xlinker -rpath=$NVCOMP/lib"
 else
   echo "nvCOMP not found under $NVCOMP: the benchmark runs without its rows"
 fi
@@ -100,9 +101,9 @@ fi
 
 if [ $NCU -eq 1 ] && [ -x build/bench ] && command -v ncu > /dev/null; then
   step "Nsight Compute: one decode launch (ranked, checksums verified) and one encode launch"
-  ncu --set basic --clock-control none -k regex:decode_kernel --launch-skip 1 --launch-count 1 \
+  ncu --set full --clock-control none -k regex:decode_kernel --launch-skip 1 --launch-count 1 \
     build/bench "$DATA/minilm" --tiles "$TILES" --profile > "$LOG/ncu_decode.txt" 2>&1
-  grep -E "decode_kernel|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Dynamic Shared|L1/TEX Hit|L2 Hit|Waves Per SM" "$LOG/ncu_decode.txt" | head -40
+  grep -E "decode_kernel|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Dynamic Shared|Executed Ipc|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Executed Instructions  " "$LOG/ncu_decode.txt" | head -40
   ncu --set basic --clock-control none -k regex:encode_kernel --launch-count 1 \
     build/bench "$DATA/minilm" --tiles "$TILES" --profile > "$LOG/ncu_encode.txt" 2>&1
   grep -E "encode_kernel|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Dynamic Shared" "$LOG/ncu_encode.txt" | head -30

@@ -358,7 +358,10 @@ enum cudaMemcpyKind {
   cudaMemcpyDeviceToDevice,
   cudaMemcpyDefault
 };
-enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize };
+enum cudaFuncAttribute {
+  cudaFuncAttributeMaxDynamicSharedMemorySize,
+  cudaFuncAttributePreferredSharedMemoryCarveout
+};
 
 inline cudaError_t cudaMalloc(void** p, size_t n) {
   size_t r = (n + 255) & ~(size_t)255;
@@ -392,7 +395,8 @@ inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
 inline cudaError_t cudaGetLastError() { return cudaSuccess; }
 inline const char* cudaGetErrorString(cudaError_t) { return "cuda_sim error"; }
 template <class F>
-inline cudaError_t cudaFuncSetAttribute(F, cudaFuncAttribute, int v) {
+inline cudaError_t cudaFuncSetAttribute(F, cudaFuncAttribute a, int v) {
+  if (a != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaSuccess;
   if (v > 227 * 1024) return cudaErrorInvalidValue;
   sim::st().smem_limit = (size_t)v > 48 * 1024 ? (size_t)v : 48 * 1024;
   return cudaSuccess;

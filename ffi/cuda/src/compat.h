@@ -22,6 +22,16 @@ constexpr unsigned kFull = 0xffffffffu;
 
 ENEC_DEV void bar_sync(unsigned id, unsigned n) { sim::bar_sync(id, n); }
 ENEC_DEV void bar_arrive(unsigned id, unsigned n) { sim::bar_arrive(id, n); }
+template <unsigned ID>
+ENEC_DEV void bar_sync_c(unsigned n) { sim::bar_sync(ID, n); }
+template <unsigned ID>
+ENEC_DEV void bar_arrive_c(unsigned n) { sim::bar_arrive(ID, n); }
+ENEC_DEV uint32_t byte_perm(uint32_t a, uint32_t b, uint32_t s) {
+  const uint64_t v = ((uint64_t)b << 32) | a;
+  uint32_t r = 0;
+  for (int i = 0; i < 4; i++) r |= (uint32_t)((v >> (8 * ((s >> (4 * i)) & 7))) & 0xff) << (8 * i);
+  return r;
+}
 ENEC_DEV void cp_async16(void* smem, const void* gmem) { memcpy(smem, gmem, 16); }
 ENEC_DEV void cp_async_wait_all() {}
 ENEC_DEV uint64_t ld_volatile_u64(const uint64_t* p) { return *(const volatile uint64_t*)p; }
@@ -39,6 +49,16 @@ ENEC_DEV void bar_sync(unsigned id, unsigned n) {
 ENEC_DEV void bar_arrive(unsigned id, unsigned n) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory");
 }
+// Barrier ids as immediates, so ptxas counts only the barriers really used (occupancy).
+template <unsigned ID>
+ENEC_DEV void bar_sync_c(unsigned n) {
+  asm volatile("bar.sync %0, %1;" ::"n"(ID), "r"(n) : "memory");
+}
+template <unsigned ID>
+ENEC_DEV void bar_arrive_c(unsigned n) {
+  asm volatile("bar.arrive %0, %1;" ::"n"(ID), "r"(n) : "memory");
+}
+ENEC_DEV uint32_t byte_perm(uint32_t a, uint32_t b, uint32_t s) { return __byte_perm(a, b, s); }
 ENEC_DEV void cp_async16(void* smem, const void* gmem) {
   unsigned s = (unsigned)__cvta_generic_to_shared(smem);
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");

@@ -118,10 +118,12 @@ extern "C" int enec_cuda_decode(const enec_cuda_frame* d_frames, const enec_cuda
   cudaStream_t s = (cudaStream_t)stream;
   if (verify) {
     cudaFuncSetAttribute(dev::decode_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    cudaFuncSetAttribute(dev::decode_kernel<true>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
     ENEC_LAUNCH(dev::decode_kernel<true>, batch->frames, dev::kAllThreads, smem, s, d_frames,
                 batch->frames, stage, stage, stage + ring, d_status);
   } else {
     cudaFuncSetAttribute(dev::decode_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    cudaFuncSetAttribute(dev::decode_kernel<false>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
     ENEC_LAUNCH(dev::decode_kernel<false>, batch->frames, dev::kDecThreads, smem, s, d_frames,
                 batch->frames, stage, stage, stage + ring, d_status);
   }
@@ -189,10 +191,12 @@ extern "C" int enec_cuda_encode(const void* d_in, uint64_t element_count, int dt
   const uint32_t cs = checksums ? 1 : 0;
   if (d.eb == 4) {
     cudaFuncSetAttribute(dev::encode_kernel<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    cudaFuncSetAttribute(dev::encode_kernel<4>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
     ENEC_LAUNCH(dev::encode_kernel<4>, grid, threads, smem, s, in, element_count, (uint32_t)dtype,
                 (uint32_t)frame_log2, (uint32_t)coding, cs, out, d_out_bytes, scr, frames, sh);
   } else {
     cudaFuncSetAttribute(dev::encode_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    cudaFuncSetAttribute(dev::encode_kernel<2>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
     ENEC_LAUNCH(dev::encode_kernel<2>, grid, threads, smem, s, in, element_count, (uint32_t)dtype,
                 (uint32_t)frame_log2, (uint32_t)coding, cs, out, d_out_bytes, scr, frames, sh);
   }

@@ -79,8 +79,21 @@ struct Plane {
   uint32_t end;    // offset just past the last sub-plane's padding
 };
 
+// ceil(2^40 / d) for 0 < d < 2^20, without a 64-bit integer division (slow on a GPU): a double
+// quotient, then an exact correction.
 ENEC_HD uint64_t div_magic(uint32_t d) {
-  return d == 0 ? 0 : ((1ull << 40) + d - 1) / d;
+  if (d == 0) return 0;
+  uint64_t q = (uint64_t)(1099511627776.0 / (double)d);
+  int64_t r = (int64_t)((1ull << 40) - q * d);
+  while (r < 0) {
+    q--;
+    r += d;
+  }
+  while (r >= (int64_t)d) {
+    q++;
+    r -= d;
+  }
+  return q + (r != 0 ? 1 : 0);
 }
 
 // n / d for n, d < 2^20 (exact: see README.md, "fast division").
@@ -101,7 +114,7 @@ ENEC_HD void plane_at(Plane* p, uint32_t offset, uint32_t width, uint32_t count)
       s.words = words;
       s.bits = bits;
       s.shift = width & (bits - 1);
-      s.magic = div_magic(words);
+      s.magic = 0;  // filled by layout_magic (kernels need it; sizes do not)
       p->len++;
       p->end += pad32(2 * words);
     }
@@ -249,6 +262,15 @@ ENEC_HD void layout_new(const DtypeInfo& d, uint32_t elements, const FrameHeader
     l->plane_count = h.levels + 1;
   }
   l->bytes = at;
+}
+
+// The division constants of sub-plane `i` (0..24: plane i / 5, sub-plane i % 5; plane 4 is the
+// residual); threads fill them in parallel.
+ENEC_HD void layout_magic(Layout* l, uint32_t i) {
+  if (i >= 25) return;
+  Plane* p = i / 5 < 4 ? &l->planes[i / 5] : &l->residual;
+  if (i / 5 < 4 && i / 5 >= l->plane_count) return;
+  if (i % 5 < p->len) p->s[i % 5].magic = div_magic(p->s[i % 5].words);
 }
 
 // Frame size of a ranked parameter set (FORMAT.md 4.4), without building the layout.

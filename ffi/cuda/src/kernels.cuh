@@ -40,6 +40,7 @@ constexpr unsigned kBarEmpty = 4;  // 4, 5: ring slot consumed (hash warp arrive
 
 struct Scan {
   uint32_t tot[2][kWarps];
+  uint64_t tot64[2][kWarps];
 };
 
 // Exclusive prefix sum of v over the 256 working threads; *total gets the sum of all.
@@ -52,11 +53,34 @@ ENEC_DEV uint32_t block_excl_scan(uint32_t v, Scan& s, uint32_t& parity, uint32_
     if (lane >= d) incl += t;
   }
   if (lane == 31) s.tot[parity][warp] = incl;
-  bar_sync(kBarDec, kDecThreads);
+  bar_sync_c<kBarDec>(kDecThreads);
   uint32_t before = 0, all = 0;
 #pragma unroll
   for (uint32_t w = 0; w < kWarps; w++) {
     uint32_t t = s.tot[parity][w];
+    all += t;
+    before += w < warp ? t : 0;
+  }
+  parity ^= 1;
+  total = all;
+  return before + incl - v;
+}
+
+// The same over 64-bit values (several counters packed in bit fields).
+ENEC_DEV uint64_t block_excl_scan64(uint64_t v, Scan& s, uint32_t& parity, uint64_t& total) {
+  const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  uint64_t incl = v;
+#pragma unroll
+  for (uint32_t d = 1; d < 32; d <<= 1) {
+    uint64_t t = __shfl_up_sync(kFull, incl, d);
+    if (lane >= d) incl += t;
+  }
+  if (lane == 31) s.tot64[parity][warp] = incl;
+  bar_sync_c<kBarDec>(kDecThreads);
+  uint64_t before = 0, all = 0;
+#pragma unroll
+  for (uint32_t w = 0; w < kWarps; w++) {
+    uint64_t t = s.tot64[parity][w];
     all += t;
     before += w < warp ? t : 0;
   }
@@ -70,7 +94,7 @@ ENEC_DEV uint32_t block_excl_count(bool flag, Scan& s, uint32_t& parity, uint32_
   const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const uint32_t bal = __ballot_sync(kFull, flag);
   if (lane == 0) s.tot[parity][warp] = __popc(bal);
-  bar_sync(kBarDec, kDecThreads);
+  bar_sync_c<kBarDec>(kDecThreads);
   uint32_t before = 0, all = 0;
 #pragma unroll
   for (uint32_t w = 0; w < kWarps; w++) {
@@ -249,79 +273,177 @@ struct DecShared {
   uint8_t table[256];
 };
 
-template <int EB>
-ENEC_DEV void ranked8(const uint8_t* fb, DecShared& S, const DtypeInfo& d, uint32_t i0,
-                      uint32_t valid, uint32_t (&carry)[3], uint32_t& par, uint32_t (&u)[8]) {
-  uint32_t r[8], sym[8];
-  if (valid) {
-    unpack8(fb, S.lay.residual, i0, valid, r);
-    unpack8(fb, S.lay.planes[0], i0, valid, sym);
-  } else {
+// A plane of one sub-plane, its constants held in registers for the frame (the common case:
+// bf16's 8-bit residual, 1/2/4/8-bit code planes). vec: W % 8 == 0 (aligned 16-byte loads).
+struct FastPlane {
+  uint32_t off, W, p;
+  uint64_t magic;
+  bool one, vec;
+};
+
+ENEC_DEV FastPlane fast_plane(const Plane& pl) {
+  FastPlane f;
+  f.one = pl.len == 1;
+  f.off = pl.s[0].offset;
+  f.W = pl.s[0].words;
+  f.p = pl.s[0].bits;
+  f.magic = pl.s[0].magic;
+  f.vec = f.one && (f.W & 7) == 0;
+  return f;
+}
+
+// Values i0 .. i0+7 of a one-sub-plane plane with W % 8 == 0: one aligned 16-byte load.
+ENEC_DEV void unpack8_fast(const uint8_t* fb, const FastPlane& f, uint32_t i0, uint32_t (&out)[8]) {
+  const uint32_t row = fast_div(i0, f.magic);
+  const uint32_t j0 = i0 - row * f.W, bit = row * f.p, mask = (1u << f.p) - 1;
+  const uint4 v = *(const uint4*)(fb + f.off + 2 * j0);
+  const uint32_t w4[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-    for (int q = 0; q < 8; q++) r[q] = sym[q] = 0;
+  for (int q = 0; q < 8; q++) out[q] = (w4[q >> 1] >> ((q & 1) * 16 + bit)) & mask;
+}
+
+ENEC_DEV void set_byte(uint32_t& lo, uint32_t& hi, uint32_t q, uint32_t v) {
+  const uint32_t sh = (q & 3) * 8, keep = ~(0xffu << sh);
+  if (q < 4) lo = (lo & keep) | (v << sh);
+  else hi = (hi & keep) | (v << sh);
+}
+
+struct RankedRegs {
+  FastPlane res, l1;
+  uint32_t tlo, thi;  // table entries 0..7 (level-1 symbols when m1 <= 3)
+  bool small;         // m1 <= 3: level-1 symbols looked up in registers
+};
+
+template <int EB>
+ENEC_DEV void ranked8(const uint8_t* fb, DecShared& S, const RankedRegs& R, const DtypeInfo& d,
+                      uint32_t i0, uint32_t valid, uint32_t (&carry)[3], uint32_t& par,
+                      uint32_t (&u)[8]) {
+  uint32_t r[8], c[8];
+#pragma unroll
+  for (int q = 0; q < 8; q++) r[q] = c[q] = 0;
+  if (valid) {
+    if (R.res.vec) unpack8_fast(fb, R.res, i0, r);
+    else unpack8(fb, S.lay.residual, i0, valid, r);
+    if (R.l1.vec) unpack8_fast(fb, R.l1, i0, c);
+    else unpack8(fb, S.lay.planes[0], i0, valid, c);
   }
   const uint32_t levels = S.h.levels;
   const uint32_t esc1 = (1u << S.h.widths[0]) - 1;
-  uint32_t esc = 0;
+  uint32_t esc = 0, slo = 0, shi = 0;
 #pragma unroll
-  for (uint32_t q = 0; q < 8; q++) esc |= (q < valid && sym[q] == esc1) ? (1u << q) : 0;
+  for (uint32_t q = 0; q < 8; q++) {
+    esc |= (q < valid && c[q] == esc1) ? (1u << q) : 0;
+    if (q < 4) slo |= c[q] << (8 * q);
+    else shi |= c[q] << (8 * (q - 4));
+  }
+  const uint32_t deep = esc;
+  uint32_t raw = 0;
   for (uint32_t j = 1; j <= levels; j++) {
     const Plane& pl = S.lay.planes[j];
     if (pl.count == 0) {  // uniform: no entries at this level (nor below)
       if (esc) atomicOr(&S.status, (uint32_t)kErrEscapes);
       break;
     }
-    uint32_t cnt = __popc(esc), total;
+    const uint32_t cnt = __popc(esc);
+    uint32_t total;
     const uint32_t pos = block_excl_scan(cnt, S.scan, par, total) + carry[j - 1];
     carry[j - 1] += total;
     if (pos + cnt > pl.count) {
       atomicOr(&S.status, (uint32_t)kErrEscapes);
       esc = 0;
     }
-    uint32_t vals[8];
-    read_entries(fb, pl, pos, esc, vals);
-    if (j < levels) {
-      const uint32_t ec = (1u << S.h.widths[j]) - 1, start = S.lay.starts[j];
-      uint32_t next = 0;
-#pragma unroll
-      for (int q = 0; q < 8; q++) {
-        if ((esc >> q) & 1) {
-          if (vals[q] == ec) next |= 1u << q;
-          else sym[q] = start + vals[q];
+    const bool last = j == levels;
+    const uint32_t ec = last ? 0 : (1u << S.h.widths[j]) - 1;
+    const uint32_t start = S.lay.starts[j];
+    uint32_t next = 0, m = esc;
+    if (pl.len == 1) {
+      // Consecutive entries pos, pos+1, ... of one sub-plane: word j, bit row*p, stepping.
+      const uint32_t W = pl.s[0].words, p = pl.s[0].bits, mask = (1u << p) - 1;
+      const uint16_t* w16 = (const uint16_t*)(fb + pl.s[0].offset);
+      const uint32_t row = fast_div(pos, pl.s[0].magic);
+      uint32_t jj = pos - row * W, bit = row * p;
+      while (m) {
+        const uint32_t q = __ffs(m) - 1;
+        m &= m - 1;
+        const uint32_t v = ((uint32_t)w16[jj] >> bit) & mask;
+        if (++jj == W) {
+          jj = 0;
+          bit += p;
+        }
+        if (last) {
+          set_byte(slo, shi, q, v);
+          raw |= 1u << q;
+        } else if (v == ec) {
+          next |= 1u << q;
+        } else {
+          set_byte(slo, shi, q, start + v);
         }
       }
-      esc = next;
     } else {
-#pragma unroll
-      for (int q = 0; q < 8; q++)
-        if ((esc >> q) & 1) sym[q] = vals[q] | 0x100u;
+      uint32_t e = pos;
+      while (m) {
+        const uint32_t q = __ffs(m) - 1;
+        m &= m - 1;
+        const uint32_t v = read_entry(fb, pl, e++);
+        if (last) {
+          set_byte(slo, shi, q, v);
+          raw |= 1u << q;
+        } else if (v == ec) {
+          next |= 1u << q;
+        } else {
+          set_byte(slo, shi, q, start + v);
+        }
+      }
     }
+    esc = next;
   }
   const uint32_t k = S.h.dead_bits;
 #pragma unroll
-  for (int q = 0; q < 8; q++) {
-    const uint32_t x = (sym[q] & 0x100u) ? (sym[q] & 0xffu) : (uint32_t)S.table[sym[q] & 0xffu];
+  for (uint32_t q = 0; q < 8; q++) {
+    const uint32_t b = ((q < 4 ? slo : shi) >> (8 * (q & 3))) & 0xffu;
+    uint32_t x;
+    if ((raw >> q) & 1) x = b;
+    else if (R.small && !((deep >> q) & 1)) x = byte_perm(R.tlo, R.thi, b) & 0xffu;
+    else x = S.table[b];
     u[q] = merge(x, r[q], d.e, d.m, k);
   }
 }
 
+struct GroupsRegs {
+  FastPlane res, low, high;
+};
+
 template <int EB>
-ENEC_DEV void groups8(const uint8_t* fb, DecShared& S, const uint16_t* pre, const DtypeInfo& d,
-                      uint32_t i0, uint32_t valid, uint32_t (&u)[8]) {
+ENEC_DEV void groups8(const uint8_t* fb, DecShared& S, const GroupsRegs& R, const uint16_t* pre,
+                      const DtypeInfo& d, uint32_t i0, uint32_t valid, uint32_t (&u)[8]) {
   if (!valid) return;
   uint32_t r[8], lo[8];
-  unpack8(fb, S.lay.residual, i0, valid, r);
-  unpack8(fb, S.lay.planes[1], i0, valid, lo);
+  if (R.res.vec) unpack8_fast(fb, R.res, i0, r);
+  else unpack8(fb, S.lay.residual, i0, valid, r);
+  if (R.low.vec) unpack8_fast(fb, R.low, i0, lo);
+  else unpack8(fb, S.lay.planes[1], i0, valid, lo);
   const uint32_t G = S.lay.planes[0].count, F = S.h.flagged, low = S.h.low, n = S.h.width;
   const uint32_t base = S.h.base, k = S.h.dead_bits;
   uint32_t row = fast_div(i0, S.gmagic);
   uint32_t t = i0 - row * G;
+  const uint16_t* hw = (const uint16_t*)(fb + R.high.off);
+  const uint32_t hmask = (1u << R.high.p) - 1;
 #pragma unroll
   for (uint32_t q = 0; q < 8; q++) {
     if (q < valid) {
       const uint32_t pf = pre[t];
       uint32_t y = lo[q];
-      if (pf >> 15) y |= read_entry(fb, S.lay.planes[2], row * F + (pf & 0x7fffu)) << low;
+      if (pf >> 15) {
+        const uint32_t e = row * F + (pf & 0x7fffu);
+        uint32_t v;
+        if (R.high.one) {
+          const uint32_t hr = fast_div(e, R.high.magic);
+          v = ((uint32_t)hw[e - hr * R.high.W] >> (hr * R.high.p)) & hmask;
+        } else {
+          v = read_entry(fb, S.lay.planes[2], e);
+        }
+        y |= v << low;
+      }
       u[q] = merge(groups_inverse(y, base, n, d.e), r[q], d.e, d.m, k);
       if (++t == G) {
         t = 0;
@@ -352,7 +474,6 @@ ENEC_DEV void decode_frame(const enec_cuda_frame& fr, uint32_t f, uint32_t stage
       if (S.lay.bytes != S.h.frame_bytes || S.h.frame_bytes != fr.frame_bytes) err = kErrSize;
     }
     if (!err && !fr.checksums && S.h.checksum != 0) err = kErrChecksumField;
-    S.gmagic = div_magic(S.lay.planes[0].count);
     S.status = err;
     S.staged = (!err && S.h.coding != kStored && fr.frame_bytes <= stage_cap) ? 1 : 0;
   }
@@ -363,6 +484,11 @@ ENEC_DEV void decode_frame(const enec_cuda_frame& fr, uint32_t f, uint32_t stage
   }
   const uint32_t coding = S.h.coding;
   const uint32_t N = fr.elements;
+  // Division constants, one sub-plane per thread, while the frame is copied in.
+  if (coding != kStored) {
+    if (tid < 25) layout_magic(&S.lay, tid);
+    if (tid == 25 && coding == kGroups) S.gmagic = div_magic(S.lay.planes[0].count);
+  }
   const uint8_t* fb = gsrc;
   if (S.staged) {
     uint8_t* st = dyn_smem();
@@ -416,16 +542,33 @@ ENEC_DEV void decode_frame(const enec_cuda_frame& fr, uint32_t f, uint32_t stage
     uint8_t* dst = (uint8_t*)fr.dst;
     const bool vec = (((uintptr_t)dst) & 15) == 0;
     uint32_t carry[3] = {0, 0, 0};
+    RankedRegs RR;
+    GroupsRegs GR;
+    if (coding == kRanked) {
+      RR.res = fast_plane(S.lay.residual);
+      RR.l1 = fast_plane(S.lay.planes[0]);
+      RR.small = S.h.widths[0] <= 3;
+      const uint32_t* tw = (const uint32_t*)S.table;
+      RR.tlo = tw[0];
+      RR.thi = tw[1];
+    } else if (coding == kGroups) {
+      GR.res = fast_plane(S.lay.residual);
+      GR.low = fast_plane(S.lay.planes[1]);
+      GR.high = fast_plane(S.lay.planes[2]);
+    }
     for (uint32_t k = 0; k < iters; k++) {
       const uint32_t slot = k & 1;
-      if (hashing && k >= 2) bar_sync(kBarEmpty + slot, kAllThreads);
+      if (hashing && k >= 2) {
+        if (slot) bar_sync_c<kBarEmpty + 1>(kAllThreads);
+        else bar_sync_c<kBarEmpty>(kAllThreads);
+      }
       const uint32_t i0 = k * kChunk + tid * 8;
       const uint32_t valid = i0 < N ? (N - i0 < 8 ? N - i0 : 8) : 0;
       uint32_t u[8] = {0, 0, 0, 0, 0, 0, 0, 0};
       if (coding == kRanked) {
-        ranked8<EB>(fb, S, d, i0, valid, carry, par, u);
+        ranked8<EB>(fb, S, RR, d, i0, valid, carry, par, u);
       } else if (coding == kGroups) {
-        groups8<EB>(fb, S, pre, d, i0, valid, u);
+        groups8<EB>(fb, S, GR, pre, d, i0, valid, u);
       } else {
         load_el8<EB>(gsrc + kFrameHeaderBytes, i0, valid, u);
       }
@@ -435,7 +578,8 @@ ENEC_DEV void decode_frame(const enec_cuda_frame& fr, uint32_t f, uint32_t stage
         for (uint32_t q = 0; q < 8; q++)
           if (q >= valid) u[q] = 0;
         store8<EB>(ring + slot * kChunk * EB, tid * 8, 8, true, u);
-        bar_arrive(kBarFull + slot, kAllThreads);
+        if (slot) bar_arrive_c<kBarFull + 1>(kAllThreads);
+        else bar_arrive_c<kBarFull>(kAllThreads);
       }
     }
     if (coding == kRanked && tid == 0) {
@@ -449,7 +593,8 @@ ENEC_DEV void decode_frame(const enec_cuda_frame& fr, uint32_t f, uint32_t stage
     const uint32_t total = N * EB;
     for (uint32_t k = 0; k < iters; k++) {
       const uint32_t slot = k & 1;
-      bar_sync(kBarFull + slot, kAllThreads);
+      if (slot) bar_sync_c<kBarFull + 1>(kAllThreads);
+      else bar_sync_c<kBarFull>(kAllThreads);
       const uint32_t* w = (const uint32_t*)(ring + slot * kChunk * EB);
       const uint32_t left = total - k * kChunk * EB;
       const uint32_t bytes = left < kChunk * EB ? left : kChunk * EB;
@@ -464,7 +609,10 @@ ENEC_DEV void decode_frame(const enec_cuda_frame& fr, uint32_t f, uint32_t stage
         acc = h32_round(acc, w3);
       }
       for (; blk < blocks; blk++) acc = h32_round(acc, w[blk * 32 + lane]);
-      if (k + 2 < iters) bar_arrive(kBarEmpty + slot, kAllThreads);
+      if (k + 2 < iters) {
+        if (slot) bar_arrive_c<kBarEmpty + 1>(kAllThreads);
+        else bar_arrive_c<kBarEmpty>(kAllThreads);
+      }
     }
     uint32_t h = total + kP5;
     for (int j = 0; j < 32; j++) h = rotl32(h + __shfl_sync(kFull, acc, j) * kP3, 17) * kP4;
@@ -480,7 +628,7 @@ ENEC_DEV void decode_frame(const enec_cuda_frame& fr, uint32_t f, uint32_t stage
 }
 
 template <bool VERIFY>
-__global__ void __launch_bounds__(kAllThreads)
+__global__ void __launch_bounds__(kAllThreads, 4)
     decode_kernel(const enec_cuda_frame* frames, uint32_t n, uint32_t stage_cap,
                   uint32_t ring_off, uint32_t pre_off, uint32_t* status) {
   __shared__ DecShared S;
@@ -518,6 +666,8 @@ struct EncShared {
   uint32_t covered[257];
   uint8_t order[256];
   uint8_t rank[256];
+  uint8_t nzx[256];
+  uint64_t fmagic;
   FrameHeader h;
   Layout lay;
   Scan scan;
@@ -655,7 +805,7 @@ ENEC_HD EncSmem enc_smem_layout(uint32_t n) {
 }
 
 template <int EB>
-__global__ void __launch_bounds__(kAllThreads)
+__global__ void __launch_bounds__(kAllThreads, 4)
     encode_kernel(const uint8_t* in, uint64_t elements, uint32_t dtype, uint32_t frame_log2,
                   uint32_t coding, uint32_t checksums, uint8_t* out, uint64_t* out_bytes,
                   uint64_t* scratch, uint32_t frames, StreamHeaderWords sh) {
@@ -757,7 +907,7 @@ __global__ void __launch_bounds__(kAllThreads)
     }
     mor = __reduce_or_sync(kFull, mor & mmask);
     if (lane == 0) atomicOr(&S.mant_or, mor);
-    bar_sync(kBarDec, kDecThreads);
+    bar_sync_c<kBarDec>(kDecThreads);
     if (tid < A) {
       uint32_t c = 0;
 #pragma unroll
@@ -769,20 +919,32 @@ __global__ void __launch_bounds__(kAllThreads)
         atomicMax(&S.modekey, (c << 8) | (255 - tid));
       }
     }
-    bar_sync(kBarDec, kDecThreads);
-    // 2. Ranking: count descending, value ascending on ties (FORMAT.md 7.2).
-    if (tid < A) {
-      const uint32_t c = S.hist[tid];
-      uint32_t rk = 0;
-      for (uint32_t y = 0; y < A; y++) {
-        const uint32_t hy = S.hist[y];
-        rk += (hy > c || (hy == c && y < tid)) ? 1 : 0;
-      }
-      S.rank[tid] = (uint8_t)rk;
-      S.order[rk] = (uint8_t)tid;
-    }
-    bar_sync(kBarDec, kDecThreads);
+    bar_sync_c<kBarDec>(kDecThreads);
+    // 2. Ranking: count descending, value ascending on ties (FORMAT.md 7.2). The symbols that
+    // occur are listed first (a prefix count), so each rank is a loop over those only.
     uint32_t par = 0;
+    {
+      const uint32_t c = tid < A ? S.hist[tid] : 0;
+      uint32_t nz;
+      const uint32_t before = block_excl_count(c > 0, S.scan, par, nz);
+      if (c > 0) S.nzx[before] = (uint8_t)tid;
+      bar_sync_c<kBarDec>(kDecThreads);
+      if (tid < A) {
+        uint32_t rk;
+        if (c > 0) {
+          rk = 0;
+          for (uint32_t i = 0; i < nz; i++) {
+            const uint32_t y = S.nzx[i], hy = S.hist[y];
+            rk += (hy > c || (hy == c && y < tid)) ? 1 : 0;
+          }
+        } else {
+          rk = nz + (tid - before);
+        }
+        S.rank[tid] = (uint8_t)rk;
+        S.order[rk] = (uint8_t)tid;
+      }
+    }
+    bar_sync_c<kBarDec>(kDecThreads);
     {
       const uint32_t v = tid < A ? S.hist[S.order[tid]] : 0;
       uint32_t total;
@@ -794,7 +956,7 @@ __global__ void __launch_bounds__(kAllThreads)
         S.k = mo ? ((uint32_t)(__ffs(mo) - 1) < d.m ? (uint32_t)(__ffs(mo) - 1) : d.m) : d.m;
       }
     }
-    bar_sync(kBarDec, kDecThreads);
+    bar_sync_c<kBarDec>(kDecThreads);
     const uint32_t k = S.k;
     // 3a. Ranked candidates: L = 1..3, widths lexicographic over 1..E.
     if (coding != ENEC_CUDA_GROUPS) {
@@ -858,7 +1020,7 @@ __global__ void __launch_bounds__(kAllThreads)
         }
       }
     }
-    bar_sync(kBarDec, kDecThreads);
+    bar_sync_c<kBarDec>(kDecThreads);
     if (coding != ENEC_CUDA_RANKED && tid < nc * 9) {
       const uint32_t c = tid / 9, m = tid % 9;
       const uint32_t base = firstb + c;
@@ -869,7 +1031,7 @@ __global__ void __launch_bounds__(kAllThreads)
         atomicMin(&S.gkey, ((unsigned long long)size << 20) | tid);
       }
     }
-    bar_sync(kBarDec, kDecThreads);
+    bar_sync_c<kBarDec>(kDecThreads);
     // 4. Choice (FORMAT.md 7.5), header, layout, and the frame's offset by look-back.
     if (tid == 0) {
       FrameHeader& h = S.h;
@@ -921,6 +1083,7 @@ __global__ void __launch_bounds__(kAllThreads)
         }
       }
       layout_new(d, N, h, &S.lay);
+      S.fmagic = div_magic(h.flagged);
       S.size = best;
       // Decoupled look-back: flag 1 = this frame's size, flag 2 = inclusive prefix.
       uint64_t* st = scratch + 1;
@@ -945,7 +1108,7 @@ __global__ void __launch_bounds__(kAllThreads)
       }
       S.offset = excl;
     }
-    bar_sync(kBarDec, kDecThreads);
+    bar_sync_c<kBarDec>(kDecThreads);
     // 5. Write the frame body.
     uint8_t* fb = out + kStreamHeaderBytes + S.offset;
     const uint32_t chosen = S.h.coding;
@@ -973,37 +1136,84 @@ __global__ void __launch_bounds__(kAllThreads)
         const Level1Src l1{xs, S.rank, (1u << S.h.widths[0]) - 1};
         write_plane(fb, S.lay.planes[0], l1);
         const uint32_t levels = S.h.levels;
-        for (uint32_t j = 1; j <= levels; j++) {
-          const Plane& pl = S.lay.planes[j];
-          if (pl.count == 0) break;
-          const uint32_t start = S.lay.starts[j];
-          const uint32_t ec = j < levels ? (1u << S.h.widths[j]) - 1 : 0;
-          uint32_t carry = 0;
+        const uint32_t c2 = S.h.counts[0], c3 = S.h.counts[1], c4 = S.h.counts[2];
+        const uint32_t cap = N > 8192 ? N : 8192;
+        if (c2 + c3 + c4 <= cap) {
+          // One sweep: every compacted plane's positions from one packed prefix sum
+          // (21-bit fields), values scattered into shared memory, then each plane written.
+          const uint32_t offs[3] = {0, c2, c2 + c3};
+          uint64_t carry = 0;
           for (uint32_t i00 = 0; i00 < N; i00 += kChunk) {
             const uint32_t i0 = i00 + tid * 8;
             const uint32_t valid = i0 < N ? (N - i0 < 8 ? N - i0 : 8) : 0;
-            uint32_t sel = 0, vals[8];
+            uint32_t xq[8], rq[8];
+            uint64_t cnt = 0;
 #pragma unroll
             for (uint32_t q = 0; q < 8; q++) {
-              vals[q] = 0;
-              if (q < valid) {
-                const uint32_t x = xs[i0 + q], rk = S.rank[x];
-                if (rk >= start) {
-                  sel |= 1u << q;
-                  vals[q] = j < levels ? (rk - start < ec ? rk - start : ec) : x;
-                }
-              }
+              xq[q] = q < valid ? xs[i0 + q] : 0;
+              rq[q] = q < valid ? S.rank[xq[q]] : 0;
+              for (uint32_t j = 1; j <= levels; j++)
+                if (q < valid && rq[q] >= S.lay.starts[j]) cnt += 1ull << (21 * (j - 1));
             }
-            uint32_t total;
-            uint32_t pos = block_excl_scan(__popc(sel), S.scan, par, total) + carry;
+            uint64_t total;
+            uint64_t pos = block_excl_scan64(cnt, S.scan, par, total) + carry;
             carry += total;
 #pragma unroll
-            for (uint32_t q = 0; q < 8; q++)
-              if ((sel >> q) & 1) comp[pos++] = (uint8_t)vals[q];
+            for (uint32_t q = 0; q < 8; q++) {
+              if (q >= valid) continue;
+              for (uint32_t j = 1; j <= levels; j++) {
+                const uint32_t start = S.lay.starts[j];
+                if (rq[q] < start) break;
+                const uint32_t sh = 21 * (j - 1);
+                const uint32_t at = (uint32_t)((pos >> sh) & 0x1fffff);
+                pos += 1ull << sh;
+                uint32_t v;
+                if (j < levels) {
+                  const uint32_t ec = (1u << S.h.widths[j]) - 1;
+                  v = rq[q] - start < ec ? rq[q] - start : ec;
+                } else {
+                  v = xq[q];
+                }
+                comp[offs[j - 1] + at] = (uint8_t)v;
+              }
+            }
           }
-          bar_sync(kBarDec, kDecThreads);
-          write_plane(fb, pl, BytesSrc{comp});
-          bar_sync(kBarDec, kDecThreads);
+          bar_sync_c<kBarDec>(kDecThreads);
+          for (uint32_t j = 1; j <= levels; j++)
+            if (S.lay.planes[j].count) write_plane(fb, S.lay.planes[j], BytesSrc{comp + offs[j - 1]});
+        } else {
+          for (uint32_t j = 1; j <= levels; j++) {
+            const Plane& pl = S.lay.planes[j];
+            if (pl.count == 0) break;
+            const uint32_t start = S.lay.starts[j];
+            const uint32_t ec = j < levels ? (1u << S.h.widths[j]) - 1 : 0;
+            uint32_t carry = 0;
+            for (uint32_t i00 = 0; i00 < N; i00 += kChunk) {
+              const uint32_t i0 = i00 + tid * 8;
+              const uint32_t valid = i0 < N ? (N - i0 < 8 ? N - i0 : 8) : 0;
+              uint32_t sel = 0, vals[8];
+  #pragma unroll
+              for (uint32_t q = 0; q < 8; q++) {
+                vals[q] = 0;
+                if (q < valid) {
+                  const uint32_t x = xs[i0 + q], rk = S.rank[x];
+                  if (rk >= start) {
+                    sel |= 1u << q;
+                    vals[q] = j < levels ? (rk - start < ec ? rk - start : ec) : x;
+                  }
+                }
+              }
+              uint32_t total;
+              uint32_t pos = block_excl_scan(__popc(sel), S.scan, par, total) + carry;
+              carry += total;
+  #pragma unroll
+              for (uint32_t q = 0; q < 8; q++)
+                if ((sel >> q) & 1) comp[pos++] = (uint8_t)vals[q];
+            }
+            bar_sync_c<kBarDec>(kDecThreads);
+            write_plane(fb, pl, BytesSrc{comp});
+            bar_sync_c<kBarDec>(kDecThreads);
+          }
         }
       } else {
         const uint32_t base = S.h.base, n = S.h.width, low = S.h.low, F = S.h.flagged;
@@ -1022,11 +1232,11 @@ __global__ void __launch_bounds__(kAllThreads)
           }
           carry += total;
         }
-        bar_sync(kBarDec, kDecThreads);
+        bar_sync_c<kBarDec>(kDecThreads);
         write_plane(fb, S.lay.planes[0], BytesSrc{flag_a});
         write_plane(fb, S.lay.planes[1], LowSrc{xs, N, base, nmask, (1u << low) - 1});
         if (F) {
-          const HighSrc hs{xs, list, div_magic(F), N, G, F, base, nmask, low};
+          const HighSrc hs{xs, list, S.fmagic, N, G, F, base, nmask, low};
           write_plane(fb, S.lay.planes[2], hs);
         }
       }
