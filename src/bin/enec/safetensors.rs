@@ -87,7 +87,6 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<Tensor>, NotSafetensors> {
 }
 
 /// [`parse`], setting `json_ok` once the header is known to be a JSON object.
-
 fn parse_checked(bytes: &[u8], json_ok: &mut bool) -> Result<Vec<Tensor>, String> {
     let len = bytes.len() as u64;
     let Some(prefix) = bytes.get(..8) else {
