@@ -34,12 +34,13 @@ nice -n "$nice_level" cargo +nightly fuzz build
 seeds_of() {
     case "$1" in
         decode | no_output_leak) echo seeds/streams ;;
+        ascendc_diff) echo seeds/roundtrip ;;
         *) echo "seeds/$1" ;;
     esac
 }
 max_len_of() {
     case "$1" in
-        roundtrip | stream_split) echo 16384 ;;
+        roundtrip | stream_split | ascendc_diff) echo 16384 ;;
         *) echo 65536 ;;
     esac
 }

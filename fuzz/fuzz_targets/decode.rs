@@ -1,5 +1,5 @@
-//! Arbitrary bytes into every decoding entry point: the one-shot `decode`, `frames()` and
-//! `frame::decode_frame` (and the streaming decoder once it exists).
+//! Arbitrary bytes into every decoding entry point: the one-shot `decode`, `frames()`,
+//! `frame::decode_frame` (dispatched and portable compilations) and the streaming `Decoder`.
 //!
 //! Never a panic, no out-of-bounds access, no allocation, bounded time (libFuzzer's -timeout);
 //! on success, the output equals an independent second decode, frame-by-frame decoding agrees,
@@ -11,7 +11,8 @@
 
 use enec::frame::decode_frame;
 use enec::{decode, encode, frames, read_header, EncodeOptions, Error};
-use enec_fuzz::{fix_header_check, no_alloc, prefilled, seed_of, Bytes};
+use enec_fuzz::streaming::{stream_decode, Chunks};
+use enec_fuzz::{fix_header_check, no_alloc, prefilled, seed_of, with_capacity, Bytes};
 use libfuzzer_sys::fuzz_target;
 
 /// Largest output the target allocates (larger claims must fail with `OutputTooSmall`).
@@ -77,6 +78,34 @@ fn check_stream(stream: &[u8], seed: u64) {
         a[cap.min(total.unwrap_or(0))..] == fill_a[cap.min(total.unwrap_or(0))..],
         "decode wrote past the decoded length"
     );
+    // The streaming decoder, all at once (its zero-copy paths) and in small chunks, agrees
+    // with the one-shot decoder (same output, same error; see `stream_decode`).
+    let expected = total.filter(|&t| t <= MAX_OUT).map(|_| result);
+    let (eb, log2) = header
+        .as_ref()
+        .map_or((4, 16), |i| (i.dtype.element_bytes(), i.frame_log2));
+    for chunks in [
+        (Chunks::new(255, 255), Chunks::new(255, 255)),
+        (
+            Chunks::new(seed as u8, (seed >> 8) as u8),
+            Chunks::new((seed >> 16) as u8, (seed >> 24) as u8),
+        ),
+    ] {
+        let mut chunks = chunks;
+        with_capacity!(
+            eb,
+            log2,
+            stream_decode,
+            stream,
+            expected,
+            &a,
+            None,
+            false,
+            &mut chunks,
+            MAX_OUT
+        );
+    }
+
     let Ok(n) = result else {
         return;
     };
@@ -115,6 +144,18 @@ fn check_stream(stream: &[u8], seed: u64) {
         })
         .expect("decode succeeded, so every frame decodes");
         assert_eq!(used, f.bytes);
+        // The baseline compilation of the kernels agrees with the dispatched (AVX2) one.
+        let mut p = vec![0x11u8; dst.len()];
+        let portable = enec::decode_frame_portable(
+            info.dtype,
+            info.checksums,
+            f.index,
+            f.elements,
+            &stream[f.offset..],
+            &mut p,
+        );
+        assert_eq!(portable, Ok(used), "portable decode_frame disagrees");
+        assert_eq!(p, *dst, "portable decode_frame output differs");
         end = f.offset + f.bytes;
     }
     assert_eq!(
@@ -169,6 +210,15 @@ fn check_frame(input: &[u8]) {
         &fill[bytes..],
         "decode_frame wrote past its elements"
     );
+    let mut p = fill.clone();
+    let portable = enec::decode_frame_portable(dtype, checksums, index, elements, frame, &mut p);
+    assert_eq!(portable, r, "portable and dispatched decode_frame disagree");
+    if r.is_ok() {
+        assert_eq!(
+            p, out,
+            "portable and dispatched decode_frame outputs differ"
+        );
+    }
     match r {
         Ok(used) => {
             assert!(used <= frame.len() && used >= 32 && used % 32 == 0);

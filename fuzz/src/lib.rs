@@ -4,7 +4,8 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use enec::{Coding, Dtype, EncodeOptions};
+pub use enec::Dtype;
+use enec::{Coding, EncodeOptions};
 
 // ---------------------------------------------------------------------------------------------
 // Allocation counting
@@ -222,6 +223,206 @@ pub fn assert_written_alike(a: &[u8], fill_a: &[u8], b: &[u8], fill_b: &[u8], wh
                 b[i],
                 fill_b[i]
             );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streaming
+// ---------------------------------------------------------------------------------------------
+
+#[doc(hidden)]
+pub use enec::streaming::capacity_for;
+
+/// Driving the streaming codec in fuzz-chosen chunks and comparing it with the one-shot one.
+pub mod streaming {
+    use enec::streaming::{Decoder, Progress, Status};
+    use enec::Error;
+
+    use crate::no_alloc;
+
+    /// Chunk sizes cycling over two fuzz bytes: `b & 63` scaled by `8^(b >> 6)` (0 ..= 32,256
+    /// bytes), or 255 for "all that is left" (the zero-copy paths). If both are 0 bytes, the second
+    /// is 1, so the codec always makes progress.
+    pub struct Chunks {
+        sizes: [u8; 2],
+        turn: usize,
+    }
+
+    impl Chunks {
+        pub fn new(a: u8, b: u8) -> Chunks {
+            let zero = |b: u8| b != 255 && b & 63 == 0;
+            Chunks {
+                sizes: [a, if zero(a) && zero(b) { 1 } else { b }],
+                turn: 0,
+            }
+        }
+        pub fn next(&mut self, left: usize) -> usize {
+            let b = self.sizes[self.turn];
+            self.turn ^= 1;
+            if b == 255 {
+                left
+            } else {
+                (usize::from(b & 63) << (3 * (b >> 6))).min(left)
+            }
+        }
+    }
+
+    pub fn check_progress(p: &Progress, input: usize, output: usize, what: &str) {
+        assert!(p.consumed <= input && p.written <= output, "{what}: {p:?}");
+        match p.status {
+            Status::NeedsInput => assert_eq!(p.consumed, input, "{what}: NeedsInput, input left"),
+            Status::HasOutput => {
+                assert_eq!(p.written, output, "{what}: HasOutput, output room left")
+            }
+            Status::Done => {}
+        }
+    }
+
+    #[macro_export]
+    macro_rules! with_capacity {
+        ($eb:expr, $log2:expr, $f:ident, $($arg:expr),*) => {
+            match ($eb, $log2) {
+                (2, 10) => $f::<{ $crate::capacity_for($crate::Dtype::Bf16, 1 << 10) }>($($arg),*),
+                (2, 11) => $f::<{ $crate::capacity_for($crate::Dtype::Bf16, 1 << 11) }>($($arg),*),
+                (2, 12) => $f::<{ $crate::capacity_for($crate::Dtype::Bf16, 1 << 12) }>($($arg),*),
+                (2, 13) => $f::<{ $crate::capacity_for($crate::Dtype::Bf16, 1 << 13) }>($($arg),*),
+                (2, 14) => $f::<{ $crate::capacity_for($crate::Dtype::Bf16, 1 << 14) }>($($arg),*),
+                (2, 15) => $f::<{ $crate::capacity_for($crate::Dtype::Bf16, 1 << 15) }>($($arg),*),
+                (2, _) => $f::<{ $crate::capacity_for($crate::Dtype::Bf16, 1 << 16) }>($($arg),*),
+                (_, 10) => $f::<{ $crate::capacity_for($crate::Dtype::Fp32, 1 << 10) }>($($arg),*),
+                (_, 11) => $f::<{ $crate::capacity_for($crate::Dtype::Fp32, 1 << 11) }>($($arg),*),
+                (_, 12) => $f::<{ $crate::capacity_for($crate::Dtype::Fp32, 1 << 12) }>($($arg),*),
+                (_, 13) => $f::<{ $crate::capacity_for($crate::Dtype::Fp32, 1 << 13) }>($($arg),*),
+                (_, 14) => $f::<{ $crate::capacity_for($crate::Dtype::Fp32, 1 << 14) }>($($arg),*),
+                (_, 15) => $f::<{ $crate::capacity_for($crate::Dtype::Fp32, 1 << 15) }>($($arg),*),
+                (_, _) => $f::<{ $crate::capacity_for($crate::Dtype::Fp32, 1 << 16) }>($($arg),*),
+            }
+        };
+    }
+
+    /// Decodes `stream` with a `Decoder<CAP>` in the chunks `chunks` gives (input, output) and
+    /// returns what it handed out, the bytes it consumed and how it ended (`Ok` once done).
+    /// Stops collecting output after `max_out` bytes (for hostile headers announcing huge
+    /// outputs). Asserts the documented `Progress` semantics, no allocation and progress.
+    pub fn stream_decode_only<const CAP: usize>(
+        stream: &[u8],
+        chunks: &mut (Chunks, Chunks),
+        max_out: usize,
+    ) -> (Vec<u8>, usize, Result<(), Error>) {
+        let mut decoder = Box::new(Decoder::<CAP>::new());
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 1 << 16];
+        let mut at = 0;
+        let mut stalls = 0;
+        let result = loop {
+            let take = chunks.0.next(stream.len() - at);
+            let room = chunks.1.next(buf.len());
+            let input = &stream[at..at + take];
+            let r = no_alloc("Decoder::decode", || {
+                decoder.decode(input, &mut buf[..room])
+            });
+            let p = match r {
+                Ok(p) => p,
+                Err(e) => {
+                    // Errors are sticky.
+                    assert_eq!(decoder.decode(&[], &mut buf), Err(e), "error not sticky");
+                    assert_eq!(decoder.finish(), Err(e), "finish() forgot the error");
+                    break Err(e);
+                }
+            };
+            check_progress(&p, take, room, "decode");
+            at += p.consumed;
+            out.extend_from_slice(&buf[..p.written]);
+            if p.status == Status::Done {
+                assert!(decoder.is_done());
+                assert_eq!(decoder.finish(), Ok(()));
+                break Ok(());
+            }
+            if at == stream.len() && p.status == Status::NeedsInput {
+                // The input has ended.
+                let f = decoder.finish();
+                assert!(f.is_err(), "finish() is Ok before Done");
+                break f;
+            }
+            if out.len() > max_out {
+                return (out, at, Ok(()));
+            }
+            stalls = if p.consumed == 0 && p.written == 0 {
+                stalls + 1
+            } else {
+                0
+            };
+            assert!(stalls < 4, "streaming decoder makes no progress");
+        };
+        // After an error returned by `decode`, `bytes_in` and `bytes_out` also count what the
+        // failing call took and wrote before the error (its `Progress` is never returned), so
+        // they may exceed what the caller saw.
+        if result.is_ok() {
+            assert_eq!(decoder.bytes_in(), at as u64);
+            assert_eq!(decoder.bytes_out(), out.len() as u64);
+        } else {
+            assert!(decoder.bytes_in() >= at as u64);
+            assert!(decoder.bytes_out() >= out.len() as u64);
+        }
+        (out, at, result)
+    }
+
+    /// [`stream_decode_only`], then compares it with the one-shot decoder's `expected` result and
+    /// `one_shot` output (when the one-shot decode had room for the whole output): the same
+    /// output and the same error, except `FrameTooLarge` (capacity only) and `TrailingData`
+    /// (the streaming decoder stops at the end of the stream and leaves the rest). With
+    /// `original` and checksums, everything handed out must be a prefix of `original`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn stream_decode<const CAP: usize>(
+        stream: &[u8],
+        expected: Option<Result<usize, Error>>,
+        one_shot: &[u8],
+        original: Option<&[u8]>,
+        checksums: bool,
+        chunks: &mut (Chunks, Chunks),
+        max_out: usize,
+    ) {
+        let (out, at, result) = stream_decode_only::<CAP>(stream, chunks, max_out);
+        // Output handed out before any error was verified: with checksums it is the original's.
+        if let (true, Some(original)) = (checksums, original) {
+            assert!(
+                original.get(..out.len()) == Some(&out[..]),
+                "streaming decoder handed out unverified bytes ({} bytes, result {result:?})",
+                out.len()
+            );
+        }
+        let Some(expected) = expected else { return };
+        match (expected, result) {
+            (_, Err(Error::FrameTooLarge { .. })) => {}
+            (Ok(n), r) => {
+                assert_eq!(r, Ok(()), "one-shot decode succeeded, streaming did not");
+                assert_eq!(at, stream.len());
+                assert_eq!(out.len(), n);
+                assert!(
+                    out == one_shot[..n],
+                    "streaming output differs from one-shot"
+                );
+            }
+            (Err(Error::TrailingData { extra }), r) => {
+                assert_eq!(
+                    r,
+                    Ok(()),
+                    "stream with trailing bytes: streaming did not finish"
+                );
+                assert_eq!((stream.len() - at) as u64, extra, "trailing bytes consumed");
+                assert!(
+                    one_shot.get(..out.len()) == Some(&out[..]),
+                    "streaming output differs from one-shot"
+                );
+            }
+            (Err(e), r) => {
+                assert_eq!(
+                    r,
+                    Err(e),
+                    "streaming and one-shot decoders report different errors"
+                );
+            }
         }
     }
 }
