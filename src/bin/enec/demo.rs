@@ -16,7 +16,7 @@ use half::{bf16, f16};
 
 use crate::compress::{self, compress_pieces, Settings};
 use crate::decompress::{self, restore, Kind};
-use crate::error::{Context, Result};
+use crate::error::{say, Context, Result};
 use crate::progress::Progress;
 use crate::safetensors::{self, NewTensor};
 
@@ -113,15 +113,21 @@ fn cycle(file: &[u8], coding: Coding, threads: usize) -> Result<(usize, f64, f64
 
 /// Runs the demo with `threads` workers.
 pub fn run(threads: usize) -> Result<()> {
-    println!(
+    say!(
         "enec demo: {} real weights of all-MiniLM-L6-v2 (embedded), as safetensors checkpoints \
          with 5 float tensors, an int64 tensor and metadata; {threads} thread{}\n",
         SLICE.len() / 4,
         if threads == 1 { "" } else { "s" }
     );
-    println!(
+    say!(
         "{:<6} {:<7} {:>10} {:>10} {:>7} {:>13} {:>15}  round trip",
-        "dtype", "coding", "bytes", "enec", "ratio", "compress MB/s", "decompress MB/s"
+        "dtype",
+        "coding",
+        "bytes",
+        "enec",
+        "ratio",
+        "compress MB/s",
+        "decompress MB/s"
     );
     let mut all_ok = true;
     for dtype in Dtype::ALL {
@@ -129,7 +135,7 @@ pub fn run(threads: usize) -> Result<()> {
         for coding in [Coding::Auto, Coding::Groups] {
             let (packed, enc, dec, ok) = cycle(&file, coding, threads)?;
             all_ok &= ok;
-            println!(
+            say!(
                 "{:<6} {:<7} {:>10} {:>10} {:>7.4} {:>13.0} {:>15.0}  {}",
                 dtype.name(),
                 if coding == Coding::Auto {
@@ -146,12 +152,12 @@ pub fn run(threads: usize) -> Result<()> {
             );
         }
     }
-    println!();
+    say!();
     files(threads)?;
     if !all_ok {
         return Err("a round trip did not restore the original bytes".into());
     }
-    println!("\nall round trips byte-identical");
+    say!("\nall round trips byte-identical");
     Ok(())
 }
 
@@ -188,7 +194,7 @@ fn files(threads: usize) -> Result<()> {
     let restored = std::fs::read(path("restored.safetensors"))
         .context(|| format!("reading {}", dir.path().display()))?;
     let strip = |s: String| s.replace(&format!("{}/", dir.path().display()), "");
-    println!(
+    say!(
         "files: {}",
         strip(c.line(
             &path("minilm.bf16.safetensors"),
@@ -196,7 +202,7 @@ fn files(threads: usize) -> Result<()> {
             threads
         ))
     );
-    println!(
+    say!(
         "       {}; {}",
         strip(d.line(
             &path("minilm.bf16.enec"),
@@ -235,7 +241,7 @@ fn files(threads: usize) -> Result<()> {
         false,
     ) {
         Ok(_) => return Err("a corrupted file was decompressed without an error".into()),
-        Err(e) => println!(
+        Err(e) => say!(
             "integrity: one flipped bit in corrupt.enec is refused: {}",
             strip(e.to_string())
         ),

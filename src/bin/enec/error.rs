@@ -6,6 +6,33 @@ use std::fmt;
 #[derive(Debug)]
 pub struct CliError(pub String);
 
+/// The message of the error that ends the program quietly when stdout is closed early
+/// (`enec info big.enec | head`).
+pub const STDOUT_CLOSED: &str = "stdout closed";
+
+/// Writes a line to stdout; a closed stdout becomes [`STDOUT_CLOSED`] instead of a panic.
+pub fn write_line(args: fmt::Arguments<'_>) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_fmt(args)
+        .and_then(|()| out.write_all(b"\n"))
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::BrokenPipe => CliError(STDOUT_CLOSED.into()),
+            _ => CliError(format!("writing to stdout: {e}")),
+        })
+}
+
+/// `println!` that returns an error instead of panicking when stdout is closed.
+macro_rules! say {
+    () => {
+        $crate::error::write_line(format_args!(""))?
+    };
+    ($($arg:tt)*) => {
+        $crate::error::write_line(format_args!($($arg)*))?
+    };
+}
+pub(crate) use say;
+
 /// Result alias of the CLI.
 pub type Result<T> = std::result::Result<T, CliError>;
 

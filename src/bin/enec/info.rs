@@ -7,7 +7,7 @@ use enec::{FrameCoding, StreamInfo};
 use serde_json::json;
 
 use crate::decompress::{self, Kind};
-use crate::error::Result;
+use crate::error::{say, Result};
 use crate::input;
 
 /// What one piece holds.
@@ -167,7 +167,7 @@ pub fn info(input: &Path, as_json: bool) -> Result<()> {
             },
             "pieces": pieces,
         });
-        println!("{doc:#}");
+        say!("{doc:#}");
         return Ok(());
     }
     let width = rows
@@ -176,11 +176,11 @@ pub fn info(input: &Path, as_json: bool) -> Result<()> {
         .max()
         .unwrap_or(0)
         .clamp(6, 60);
-    println!(
+    say!(
         "{name}: enec {what}, {file_bytes} bytes, restores {original} bytes: ratio {:.4}",
         ratio(original, file_bytes)
     );
-    println!(
+    say!(
         "encoded: {} piece{} of {enc_original} bytes in {enc_stored} (ratio {:.4}); frames {} (ranked {}, groups {}, stored {}); frame length {}; checksums {}",
         encoded.len(),
         if encoded.len() == 1 { "" } else { "s" },
@@ -192,8 +192,8 @@ pub fn info(input: &Path, as_json: bool) -> Result<()> {
         frame_lens.iter().map(usize::to_string).collect::<Vec<_>>().join(", "),
         if checksums { "on" } else { "OFF" },
     );
-    println!();
-    println!(
+    say!();
+    say!(
         "{:<width$} {:<5} {:<14} {:>12} {:>12} {:>7} {:>7} {:>7} {:>7} {:>7}",
         "tensor",
         "dtype",
@@ -222,7 +222,7 @@ pub fn info(input: &Path, as_json: bool) -> Result<()> {
         } else {
             ("raw".into(), "-".into(), "-".into(), "-".into())
         };
-        println!(
+        say!(
             "{label:<width$} {:<5} {:<14} {:>12} {:>12} {:>7.4} {frames:>7} {ranked:>7} {groups:>7} {stored:>7}",
             if r.dtype.is_empty() { "-" } else { &r.dtype },
             shape_text(&r.shape),

@@ -22,7 +22,7 @@ use clap::Parser;
 use enec::EncodeOptions;
 
 use crate::args::{threads, Cli, Command};
-use crate::error::Result;
+use crate::error::{say, Result};
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
@@ -43,7 +43,7 @@ fn run(cli: Cli) -> Result<()> {
             };
             let report = compress::compress_file(&a.input, &a.output, &settings)?;
             if !a.common.quiet {
-                println!("{}", report.line(&a.input, &a.output, settings.threads));
+                say!("{}", report.line(&a.input, &a.output, settings.threads));
             }
             Ok(())
         }
@@ -57,7 +57,7 @@ fn run(cli: Cli) -> Result<()> {
                 !a.common.quiet,
             )?;
             if !a.common.quiet {
-                println!("{}", report.line(&a.input, &a.output, n));
+                say!("{}", report.line(&a.input, &a.output, n));
             }
             Ok(())
         }
@@ -68,6 +68,7 @@ fn run(cli: Cli) -> Result<()> {
 fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.0 == error::STDOUT_CLOSED => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("enec: error: {e}");
             ExitCode::FAILURE
