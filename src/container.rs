@@ -1069,6 +1069,33 @@ mod tests {
     }
 
     #[test]
+    fn random_bytes_never_panic() {
+        let mut state = 0x9E37_79B9u32;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 17;
+            state ^= state << 5;
+            state
+        };
+        for _ in 0..5000 {
+            let len = (next() % 600) as usize;
+            let mut file: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            // Make the magic bytes and the header right often, so the parser gets further.
+            if len >= 64 && next() % 2 == 0 {
+                file[..32].copy_from_slice(&header_bytes());
+                let n = file.len();
+                file[n - 4..].copy_from_slice(&MAGIC);
+            }
+            if let Ok(c) = Container::parse(&file) {
+                for (i, e) in c.entries() {
+                    let mut out = vec![0u8; (e.original_len as usize).min(1 << 20)];
+                    let _ = c.decode_entry(i, &e, &mut out);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn too_many_dimensions_is_corrupt() {
         let mut index = vec![0u8; 64];
         // kind 0, name "", dtype "", shape of 17 dims (each 1)
