@@ -191,14 +191,14 @@ fn check_frame(input: &[u8]) {
     let index = u32::from(cfg.u8());
     let n_raw = usize::from(cfg.u16());
     let frame = cfg.rest();
-    // Either the element count the frame header claims (as a stream header would agree), or
-    // a fuzz-chosen one; at most one frame's worth (the stream header's limit).
+    // Either the element count the frame header claims (up to twice the largest frame: counts
+    // above 65,536 must be refused, see tests/regressions finding 1), or a fuzz-chosen one.
     let elements = if from_header && frame.len() >= 12 {
-        u32::from_le_bytes([frame[8], frame[9], frame[10], frame[11]]) as usize
+        (u32::from_le_bytes([frame[8], frame[9], frame[10], frame[11]]) as usize)
+            .min(2 * enec::format::MAX_FRAME_LEN)
     } else {
         n_raw + 1
-    }
-    .min(enec::format::MAX_FRAME_LEN);
+    };
     let bytes = elements * dtype.element_bytes();
     let fill = prefilled(bytes + 8, 3, 0);
     let mut out = fill.clone();
