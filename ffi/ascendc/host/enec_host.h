@@ -47,6 +47,7 @@ inline bool read_header(const uint8_t* s, size_t n, StreamInfo& info, std::strin
     if (s[6] < 1 || s[6] > 3) { err = "unknown dtype"; return false; }
     if (s[7] < 10 || s[7] > 16) { err = "frame length out of range"; return false; }
     if (s[8] & ~1u) { err = "unknown flags"; return false; }
+    if (s[9] | s[10] | s[11] | s[24] | s[25] | s[26] | s[27]) { err = "reserved bytes are not zero"; return false; }
     info.dtype = s[6];
     info.frameLog2 = s[7];
     info.checksums = s[8] & 1;
