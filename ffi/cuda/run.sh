@@ -67,6 +67,7 @@ fi
 # Registers, spills and shared memory per kernel.
 grep -E "Compiling entry|Used [0-9]+ registers|spill" build/ptxas.txt | sed 's/^ptxas info *: //' | paste - - - 2>/dev/null | cut -c1-300
 cp build/ptxas.txt "$LOG/ptxas.txt" 2>/dev/null
+command -v cuobjdump > /dev/null && cuobjdump -sass build/enec_cuda.o 2>/dev/null | gzip > "$LOG/sass.txt.gz" 
 wait $p2 || failed+=("build cross_check")
 wait $p3 || failed+=("build bench")
 $NVCC -arch=$ARCH -shared build/enec_cuda.o -o build/libenec_cuda.so || failed+=("link libenec_cuda.so")

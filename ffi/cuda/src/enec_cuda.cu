@@ -64,6 +64,7 @@ extern "C" int enec_cuda_index_stream(const void* host_stream, size_t host_len,
   uint64_t at = kStreamHeaderBytes;
   const uint32_t first = batch->frames;
   uint32_t max_el = batch->max_elements, max_coded = batch->max_coded_bytes;
+  uint32_t max_entries = batch->max_entries;
   for (uint32_t i = 0; i < info.frame_count; i++) {
     if (bad_frame) *bad_frame = i;
     if (host_len - at < kFrameHeaderBytes) return ENEC_CUDA_ERR_TRUNCATED;
@@ -91,6 +92,7 @@ extern "C" int enec_cuda_index_stream(const void* host_stream, size_t host_len,
     f.reserved = 0;
     if (elements > max_el) max_el = elements;
     if (h.coding != kStored && h.frame_bytes > max_coded) max_coded = h.frame_bytes;
+    if (h.coding == kRanked && h.counts[0] > max_entries) max_entries = h.counts[0];
     at += h.frame_bytes;
   }
   if (at != host_len) return ENEC_CUDA_ERR_TRAILING;
@@ -98,6 +100,7 @@ extern "C" int enec_cuda_index_stream(const void* host_stream, size_t host_len,
   batch->frames = first + info.frame_count;
   batch->max_elements = max_el;
   batch->max_coded_bytes = max_coded;
+  batch->max_entries = max_entries;
   batch->dtype_mask |= 1u << info.dtype;
   batch->decoded_bytes += info.decoded_bytes;
   return ENEC_CUDA_OK;
@@ -107,25 +110,33 @@ extern "C" int enec_cuda_decode(const enec_cuda_frame* d_frames, const enec_cuda
                                 int verify_checksums, uint32_t* d_status, void* stream) {
   if (!batch || (batch->frames && (!d_frames || !d_status))) return ENEC_CUDA_ERR_ARGUMENT;
   if (batch->frames == 0) return ENEC_CUDA_OK;
-  const uint32_t stage = ((batch->max_coded_bytes < kMaxStageBytes ? batch->max_coded_bytes
-                                                                    : kMaxStageBytes) + 15) & ~15u;
+  auto a16 = [](uint32_t x) { return (x + 15u) & ~15u; };
   const bool verify = verify_checksums != 0;
   const uint32_t eb = (batch->dtype_mask & (1u << ENEC_CUDA_FP32)) ? 4 : 2;
-  const uint32_t ring = verify ? 2 * dev::kChunk * eb : 0;
-  const uint32_t groups = (batch->max_elements + 15) / 16;
-  const uint32_t pre = (2 * groups + 15) & ~15u;
-  const uint32_t smem = stage + ring + pre;
+  dev::DecSmem L;
+  // Region: a staged groups frame, or the ranked level buffers.
+  L.stage_cap = a16(batch->max_coded_bytes < kMaxStageBytes ? batch->max_coded_bytes : kMaxStageBytes);
+  L.region = 0;
+  L.sym = 0;
+  L.vals = a16(batch->max_elements);
+  L.list_a = L.vals + a16(batch->max_entries);
+  L.list_b = L.list_a + a16(2 * batch->max_entries);
+  const uint32_t ranked = L.list_b + a16(2 * batch->max_entries);
+  const uint32_t region = ranked > L.stage_cap ? ranked : L.stage_cap;
+  L.ring = region;
+  L.pre = L.ring + (verify ? 2 * dev::kChunk * eb : 0);
+  const uint32_t smem = L.pre + a16(2 * ((batch->max_elements + 15) / 16));
   cudaStream_t s = (cudaStream_t)stream;
   if (verify) {
     cudaFuncSetAttribute(dev::decode_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     cudaFuncSetAttribute(dev::decode_kernel<true>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
     ENEC_LAUNCH(dev::decode_kernel<true>, batch->frames, dev::kAllThreads, smem, s, d_frames,
-                batch->frames, stage, stage, stage + ring, d_status);
+                batch->frames, L, d_status);
   } else {
     cudaFuncSetAttribute(dev::decode_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     cudaFuncSetAttribute(dev::decode_kernel<false>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
     ENEC_LAUNCH(dev::decode_kernel<false>, batch->frames, dev::kDecThreads, smem, s, d_frames,
-                batch->frames, stage, stage, stage + ring, d_status);
+                batch->frames, L, d_status);
   }
   return cudaGetLastError() == cudaSuccess ? ENEC_CUDA_OK : ENEC_CUDA_ERR_LAUNCH;
 }

@@ -273,6 +273,18 @@ struct DecShared {
   uint8_t table[256];
 };
 
+// Where the decoder's dynamic shared memory goes (offsets in bytes, computed by the host).
+struct DecSmem {
+  uint32_t region;    // groups: the staged frame (when it fits); ranked: the buffers below
+  uint32_t stage_cap; // largest frame staged
+  uint32_t sym;       // ranked: exponent of every element of the frame (u8 x N)
+  uint32_t vals;      // ranked: decoded entries of the current escape level (u8 x entries)
+  uint32_t list_a;    // ranked: element of each entry of a level (u16 x entries), ping
+  uint32_t list_b;    // pong
+  uint32_t ring;      // two slots of decoded bytes for the hashing warp
+  uint32_t pre;       // groups: prefix count of the flags (u16 x G)
+};
+
 // A plane of one sub-plane, its constants held in registers for the frame (the common case:
 // bf16's 8-bit residual, 1/2/4/8-bit code planes). vec: W % 8 == 0 (aligned 16-byte loads).
 struct FastPlane {
@@ -302,132 +314,229 @@ ENEC_DEV void unpack8_fast(const uint8_t* fb, const FastPlane& f, uint32_t i0, u
   for (int q = 0; q < 8; q++) out[q] = (w4[q >> 1] >> ((q & 1) * 16 + bit)) & mask;
 }
 
-ENEC_DEV void set_byte(uint32_t& lo, uint32_t& hi, uint32_t q, uint32_t v) {
-  const uint32_t sh = (q & 3) * 8, keep = ~(0xffu << sh);
-  if (q < 4) lo = (lo & keep) | (v << sh);
-  else hi = (hi & keep) | (v << sh);
+ENEC_DEV void unpack8_any(const uint8_t* fb, const FastPlane& f, const Plane& pl, uint32_t i0,
+                          uint32_t valid, uint32_t (&out)[8]) {
+  if (f.vec) unpack8_fast(fb, f, i0, out);
+  else unpack8(fb, pl, i0, valid, out);
 }
 
-struct RankedRegs {
-  FastPlane res, l1;
-  uint32_t tlo, thi;  // table entries 0..7 (level-1 symbols when m1 <= 3)
-  bool small;         // m1 <= 3: level-1 symbols looked up in registers
+// Element fields of a dtype as constants.
+template <int DT>
+struct DT_ {
+  static constexpr uint32_t E = DT == 2 ? 5 : 8;
+  static constexpr uint32_t M = DT == 1 ? 7 : DT == 2 ? 10 : 23;
+  static constexpr int EB = DT == 3 ? 4 : 2;
 };
 
+template <int DT>
+ENEC_DEV uint32_t merge_k(uint32_t x, uint32_t r, uint32_t k) {
+  constexpr uint32_t E = DT_<DT>::E, M = DT_<DT>::M;
+  const uint32_t live = M - k;
+  return ((r >> live) << (E + M)) | (x << M) | ((r & ((1u << live) - 1)) << k);
+}
+
+template <int DT>
+ENEC_DEV uint32_t merge0(uint32_t x, uint32_t r) {
+  constexpr uint32_t E = DT_<DT>::E, M = DT_<DT>::M;
+  return ((r >> M) << (E + M)) | (x << M) | (r & ((1u << M) - 1));
+}
+
+// Hands one step's decoded bytes to the hashing warp (two ring slots, named barriers).
 template <int EB>
-ENEC_DEV void ranked8(const uint8_t* fb, DecShared& S, const RankedRegs& R, const DtypeInfo& d,
-                      uint32_t i0, uint32_t valid, uint32_t (&carry)[3], uint32_t& par,
-                      uint32_t (&u)[8]) {
-  uint32_t r[8], c[8];
+ENEC_DEV void ring_put(uint8_t* ring, uint32_t k, uint32_t valid, uint32_t (&u)[8]) {
+  const uint32_t slot = k & 1;
 #pragma unroll
-  for (int q = 0; q < 8; q++) r[q] = c[q] = 0;
-  if (valid) {
-    if (R.res.vec) unpack8_fast(fb, R.res, i0, r);
-    else unpack8(fb, S.lay.residual, i0, valid, r);
-    if (R.l1.vec) unpack8_fast(fb, R.l1, i0, c);
-    else unpack8(fb, S.lay.planes[0], i0, valid, c);
+  for (uint32_t q = 0; q < 8; q++)
+    if (q >= valid) u[q] = 0;
+  store8<EB>(ring + slot * kChunk * EB, threadIdx.x * 8, 8, true, u);
+  if (slot) bar_arrive_c<kBarFull + 1>(kAllThreads);
+  else bar_arrive_c<kBarFull>(kAllThreads);
+}
+
+ENEC_DEV void ring_wait(uint32_t k) {
+  if (k >= 2) {
+    if (k & 1) bar_sync_c<kBarEmpty + 1>(kAllThreads);
+    else bar_sync_c<kBarEmpty>(kAllThreads);
   }
+}
+
+// The ranked coding, one level at a time (the dependency-decoupled scan of the paper, on a
+// block): (A) level-1 codes of every element: exponents of the resolved ones go to sym[], the
+// escaped ones are listed in element order (their list position is their entry in plane 2,
+// from a block prefix sum); (B) per level, the threads split the level's entries, resolve them
+// (exponent to sym[]) or list them for the next level (a prefix sum again); (C) residuals merged
+// with sym[] and written, 8 elements per thread, one step of 2,048 elements at a time.
+template <int DT, bool VERIFY>
+ENEC_DEV bool ranked_frame(const uint8_t* fb, DecShared& S, const DecSmem& L, uint32_t N,
+                           uint8_t* dst, bool vec, bool hashing, uint32_t& par) {
+  constexpr int EB = DT_<DT>::EB;
+  const uint32_t tid = threadIdx.x;
+  uint8_t* smem = dyn_smem();
+  uint8_t* sym = smem + L.region + L.sym;
+  uint8_t* vals = smem + L.region + L.vals;
+  uint16_t* lin = (uint16_t*)(smem + L.region + L.list_a);
+  uint16_t* lout = (uint16_t*)(smem + L.region + L.list_b);
   const uint32_t levels = S.h.levels;
-  const uint32_t esc1 = (1u << S.h.widths[0]) - 1;
-  uint32_t esc = 0, slo = 0, shi = 0;
+  const uint32_t c2 = S.lay.planes[1].count;
+  // (A) level 1.
+  {
+    const FastPlane l1 = fast_plane(S.lay.planes[0]);
+    const uint32_t esc1 = (1u << S.h.widths[0]) - 1;
+    const bool small = S.h.widths[0] <= 3;
+    const uint32_t tlo = ((const uint32_t*)S.table)[0], thi = ((const uint32_t*)S.table)[1];
+    uint32_t carry = 0;
+    for (uint32_t s0 = 0; s0 < N; s0 += 8 * kChunk) {
+      uint32_t masks[2] = {0, 0};
+      uint64_t cnt[2] = {0, 0};
 #pragma unroll
-  for (uint32_t q = 0; q < 8; q++) {
-    esc |= (q < valid && c[q] == esc1) ? (1u << q) : 0;
-    if (q < 4) slo |= c[q] << (8 * q);
-    else shi |= c[q] << (8 * (q - 4));
+      for (uint32_t r = 0; r < 8; r++) {
+        const uint32_t i0 = s0 + r * kChunk + tid * 8;
+        const uint32_t valid = i0 < N ? (N - i0 < 8 ? N - i0 : 8) : 0;
+        if (valid) {
+          uint32_t c[8];
+          unpack8_any(fb, l1, S.lay.planes[0], i0, valid, c);
+          uint32_t esc = 0, xlo = 0, xhi = 0;
+#pragma unroll
+          for (uint32_t q = 0; q < 8; q++) {
+            const bool e = c[q] >= esc1;
+            const uint32_t ci = e ? 0 : c[q];
+            const uint32_t x = small ? (byte_perm(tlo, thi, ci) & 0xffu) : (uint32_t)S.table[ci];
+            esc |= (e && q < valid) ? 1u << q : 0;
+            if (q < 4) xlo |= x << (8 * q);
+            else xhi |= x << (8 * (q - 4));
+          }
+          if (valid == 8) {
+            *(uint2*)(sym + i0) = make_uint2(xlo, xhi);
+          } else {
+            for (uint32_t q = 0; q < valid; q++) sym[i0 + q] = (uint8_t)((q < 4 ? xlo : xhi) >> (8 * (q & 3)));
+          }
+          masks[r >> 2] |= esc << (8 * (r & 3));
+          cnt[r >> 2] += (uint64_t)__popc(esc) << (16 * (r & 3));
+        }
+      }
+      uint64_t tot[2];
+      const uint64_t pos0 = block_excl_scan64(cnt[0], S.scan, par, tot[0]);
+      const uint64_t pos1 = block_excl_scan64(cnt[1], S.scan, par, tot[1]);
+      uint64_t all = 0;
+#pragma unroll
+      for (uint32_t r = 0; r < 8; r++) all += (tot[r >> 2] >> (16 * (r & 3))) & 0xffff;
+      if (carry + all > c2) return false;  // uniform: more escapes than plane-2 entries
+      uint32_t base = carry;
+#pragma unroll
+      for (uint32_t r = 0; r < 8; r++) {
+        const uint32_t sh = 16 * (r & 3);
+        uint32_t pos = base + (uint32_t)(((r < 4 ? pos0 : pos1) >> sh) & 0xffff);
+        const uint32_t esc = (masks[r >> 2] >> (8 * (r & 3))) & 0xff;
+        const uint32_t i0 = s0 + r * kChunk + tid * 8;
+#pragma unroll
+        for (uint32_t q = 0; q < 8; q++)
+          if ((esc >> q) & 1) lin[pos++] = (uint16_t)(i0 + q);
+        base += (uint32_t)((tot[r >> 2] >> sh) & 0xffff);
+      }
+      carry = base;
+    }
+    if (carry != c2) return false;
   }
-  const uint32_t deep = esc;
-  uint32_t raw = 0;
+  bar_sync_c<kBarDec>(kDecThreads);
+  // (B) levels 2 .. L, then the exponent level.
   for (uint32_t j = 1; j <= levels; j++) {
     const Plane& pl = S.lay.planes[j];
-    if (pl.count == 0) {  // uniform: no entries at this level (nor below)
-      if (esc) atomicOr(&S.status, (uint32_t)kErrEscapes);
-      break;
-    }
-    const uint32_t cnt = __popc(esc);
-    uint32_t total;
-    const uint32_t pos = block_excl_scan(cnt, S.scan, par, total) + carry[j - 1];
-    carry[j - 1] += total;
-    if (pos + cnt > pl.count) {
-      atomicOr(&S.status, (uint32_t)kErrEscapes);
-      esc = 0;
-    }
+    const uint32_t count = pl.count;
     const bool last = j == levels;
-    const uint32_t ec = last ? 0 : (1u << S.h.widths[j]) - 1;
+    const uint32_t ec = last ? 0x100u : (1u << S.h.widths[j]) - 1;
     const uint32_t start = S.lay.starts[j];
-    uint32_t next = 0, m = esc;
-    if (pl.len == 1) {
-      // Consecutive entries pos, pos+1, ... of one sub-plane: word j, bit row*p, stepping.
+    const uint32_t per = (count + kDecThreads - 1) / kDecThreads;
+    const uint32_t e0 = tid * per < count ? tid * per : count;
+    const uint32_t e1 = e0 + per < count ? e0 + per : count;
+    uint32_t nesc = 0;
+    if (pl.len == 1 && e0 < e1) {
       const uint32_t W = pl.s[0].words, p = pl.s[0].bits, mask = (1u << p) - 1;
       const uint16_t* w16 = (const uint16_t*)(fb + pl.s[0].offset);
-      const uint32_t row = fast_div(pos, pl.s[0].magic);
-      uint32_t jj = pos - row * W, bit = row * p;
-      while (m) {
-        const uint32_t q = __ffs(m) - 1;
-        m &= m - 1;
+      const uint32_t row = fast_div(e0, pl.s[0].magic);
+      uint32_t jj = e0 - row * W, bit = row * p;
+      for (uint32_t e = e0; e < e1; e++) {
         const uint32_t v = ((uint32_t)w16[jj] >> bit) & mask;
         if (++jj == W) {
           jj = 0;
           bit += p;
         }
-        if (last) {
-          set_byte(slo, shi, q, v);
-          raw |= 1u << q;
-        } else if (v == ec) {
-          next |= 1u << q;
-        } else {
-          set_byte(slo, shi, q, start + v);
-        }
+        vals[e] = (uint8_t)v;
+        nesc += v == ec ? 1 : 0;
       }
     } else {
-      uint32_t e = pos;
-      while (m) {
-        const uint32_t q = __ffs(m) - 1;
-        m &= m - 1;
-        const uint32_t v = read_entry(fb, pl, e++);
-        if (last) {
-          set_byte(slo, shi, q, v);
-          raw |= 1u << q;
-        } else if (v == ec) {
-          next |= 1u << q;
-        } else {
-          set_byte(slo, shi, q, start + v);
-        }
+      for (uint32_t e = e0; e < e1; e++) {
+        const uint32_t v = read_entry(fb, pl, e);
+        vals[e] = (uint8_t)v;
+        nesc += v == ec ? 1 : 0;
       }
     }
-    esc = next;
+    uint32_t total;
+    uint32_t pos = block_excl_scan(nesc, S.scan, par, total);
+    if (total != (last ? 0 : S.lay.planes[j + 1].count)) return false;  // uniform
+    for (uint32_t e = e0; e < e1; e++) {
+      const uint32_t v = vals[e], i = lin[e];
+      if (last) sym[i] = (uint8_t)v;
+      else if (v == ec) lout[pos++] = (uint16_t)i;
+      else sym[i] = S.table[start + v];
+    }
+    bar_sync_c<kBarDec>(kDecThreads);
+    uint16_t* t = lin;
+    lin = lout;
+    lout = t;
   }
+  // (C) merge and write.
+  const FastPlane rp = fast_plane(S.lay.residual);
   const uint32_t k = S.h.dead_bits;
+  uint8_t* ring = smem + L.ring;
+  const uint32_t iters = (N + kChunk - 1) / kChunk;
+  for (uint32_t s = 0; s < iters; s++) {
+    if (hashing) ring_wait(s);
+    const uint32_t i0 = s * kChunk + tid * 8;
+    const uint32_t valid = i0 < N ? (N - i0 < 8 ? N - i0 : 8) : 0;
+    uint32_t u[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    if (valid) {
+      uint32_t r[8];
+      unpack8_any(fb, rp, S.lay.residual, i0, valid, r);
+      uint32_t xlo, xhi;
+      if (valid == 8) {
+        const uint2 xv = *(const uint2*)(sym + i0);
+        xlo = xv.x;
+        xhi = xv.y;
+      } else {
+        xlo = xhi = 0;
+        for (uint32_t q = 0; q < valid; q++) {
+          if (q < 4) xlo |= (uint32_t)sym[i0 + q] << (8 * q);
+          else xhi |= (uint32_t)sym[i0 + q] << (8 * (q - 4));
+        }
+      }
+      if (k == 0) {
 #pragma unroll
-  for (uint32_t q = 0; q < 8; q++) {
-    const uint32_t b = ((q < 4 ? slo : shi) >> (8 * (q & 3))) & 0xffu;
-    uint32_t x;
-    if ((raw >> q) & 1) x = b;
-    else if (R.small && !((deep >> q) & 1)) x = byte_perm(R.tlo, R.thi, b) & 0xffu;
-    else x = S.table[b];
-    u[q] = merge(x, r[q], d.e, d.m, k);
+        for (uint32_t q = 0; q < 8; q++) u[q] = merge0<DT>(((q < 4 ? xlo : xhi) >> (8 * (q & 3))) & 0xff, r[q]);
+      } else {
+#pragma unroll
+        for (uint32_t q = 0; q < 8; q++) u[q] = merge_k<DT>(((q < 4 ? xlo : xhi) >> (8 * (q & 3))) & 0xff, r[q], k);
+      }
+    }
+    store8<EB>(dst, i0, valid, vec, u);
+    if (hashing) ring_put<EB>(ring, s, valid, u);
   }
+  return true;
 }
 
-struct GroupsRegs {
-  FastPlane res, low, high;
-};
-
-template <int EB>
-ENEC_DEV void groups8(const uint8_t* fb, DecShared& S, const GroupsRegs& R, const uint16_t* pre,
-                      const DtypeInfo& d, uint32_t i0, uint32_t valid, uint32_t (&u)[8]) {
+template <int DT>
+ENEC_DEV void groups8(const uint8_t* fb, DecShared& S, const FastPlane& res, const FastPlane& lowp,
+                      const FastPlane& high, const uint16_t* pre, uint32_t i0, uint32_t valid,
+                      uint32_t (&u)[8]) {
   if (!valid) return;
   uint32_t r[8], lo[8];
-  if (R.res.vec) unpack8_fast(fb, R.res, i0, r);
-  else unpack8(fb, S.lay.residual, i0, valid, r);
-  if (R.low.vec) unpack8_fast(fb, R.low, i0, lo);
-  else unpack8(fb, S.lay.planes[1], i0, valid, lo);
+  unpack8_any(fb, res, S.lay.residual, i0, valid, r);
+  unpack8_any(fb, lowp, S.lay.planes[1], i0, valid, lo);
   const uint32_t G = S.lay.planes[0].count, F = S.h.flagged, low = S.h.low, n = S.h.width;
   const uint32_t base = S.h.base, k = S.h.dead_bits;
   uint32_t row = fast_div(i0, S.gmagic);
   uint32_t t = i0 - row * G;
-  const uint16_t* hw = (const uint16_t*)(fb + R.high.off);
-  const uint32_t hmask = (1u << R.high.p) - 1;
+  const uint16_t* hw = (const uint16_t*)(fb + high.off);
+  const uint32_t hmask = (1u << high.p) - 1;
 #pragma unroll
   for (uint32_t q = 0; q < 8; q++) {
     if (q < valid) {
@@ -436,15 +545,15 @@ ENEC_DEV void groups8(const uint8_t* fb, DecShared& S, const GroupsRegs& R, cons
       if (pf >> 15) {
         const uint32_t e = row * F + (pf & 0x7fffu);
         uint32_t v;
-        if (R.high.one) {
-          const uint32_t hr = fast_div(e, R.high.magic);
-          v = ((uint32_t)hw[e - hr * R.high.W] >> (hr * R.high.p)) & hmask;
+        if (high.one) {
+          const uint32_t hr = fast_div(e, high.magic);
+          v = ((uint32_t)hw[e - hr * high.W] >> (hr * high.p)) & hmask;
         } else {
           v = read_entry(fb, S.lay.planes[2], e);
         }
         y |= v << low;
       }
-      u[q] = merge(groups_inverse(y, base, n, d.e), r[q], d.e, d.m, k);
+      u[q] = merge_k<DT>(groups_inverse(y, base, n, DT_<DT>::E), r[q], k);
       if (++t == G) {
         t = 0;
         row++;
@@ -453,14 +562,15 @@ ENEC_DEV void groups8(const uint8_t* fb, DecShared& S, const GroupsRegs& R, cons
   }
 }
 
-template <int EB, bool VERIFY>
-ENEC_DEV void decode_frame(const enec_cuda_frame& fr, uint32_t f, uint32_t stage_cap,
-                           uint32_t ring_off, uint32_t pre_off, uint32_t* status, DecShared& S) {
+template <int DT, bool VERIFY>
+ENEC_DEV void decode_frame(const enec_cuda_frame& fr, uint32_t f, const DecSmem& L,
+                           uint32_t* status, DecShared& S) {
+  constexpr int EB = DT_<DT>::EB;
   const uint32_t tid = threadIdx.x;
   const uint32_t nthreads = blockDim.x;
   const uint8_t* gsrc = (const uint8_t*)fr.src;
   DtypeInfo d = {8, 7, 2};
-  dtype_info(fr.dtype, &d);
+  dtype_info(DT, &d);
   if (tid == 0) {
     uint8_t hb[32];
     const uint4 a = ((const uint4*)gsrc)[0], b = ((const uint4*)gsrc)[1];
@@ -475,7 +585,7 @@ ENEC_DEV void decode_frame(const enec_cuda_frame& fr, uint32_t f, uint32_t stage
     }
     if (!err && !fr.checksums && S.h.checksum != 0) err = kErrChecksumField;
     S.status = err;
-    S.staged = (!err && S.h.coding != kStored && fr.frame_bytes <= stage_cap) ? 1 : 0;
+    S.staged = (!err && S.h.coding == kGroups && fr.frame_bytes <= L.stage_cap) ? 1 : 0;
   }
   __syncthreads();
   if (S.status != 0) {
@@ -484,14 +594,14 @@ ENEC_DEV void decode_frame(const enec_cuda_frame& fr, uint32_t f, uint32_t stage
   }
   const uint32_t coding = S.h.coding;
   const uint32_t N = fr.elements;
-  // Division constants, one sub-plane per thread, while the frame is copied in.
+  // Division constants, one sub-plane per thread (while the frame is copied in).
   if (coding != kStored) {
     if (tid < 25) layout_magic(&S.lay, tid);
     if (tid == 25 && coding == kGroups) S.gmagic = div_magic(S.lay.planes[0].count);
   }
   const uint8_t* fb = gsrc;
   if (S.staged) {
-    uint8_t* st = dyn_smem();
+    uint8_t* st = dyn_smem() + L.region;
     for (uint32_t o = tid * 16; o < fr.frame_bytes; o += nthreads * 16) cp_async16(st + o, gsrc + o);
     cp_async_wait_all();
     fb = st;
@@ -504,7 +614,7 @@ ENEC_DEV void decode_frame(const enec_cuda_frame& fr, uint32_t f, uint32_t stage
     }
   }
   __syncthreads();
-  uint16_t* pre = (uint16_t*)(dyn_smem() + pre_off);
+  uint16_t* pre = (uint16_t*)(dyn_smem() + L.pre);
   const bool working = !VERIFY || tid < kDecThreads;
   uint32_t par = 0;
   if (coding == kGroups && S.status == 0) {
@@ -536,55 +646,38 @@ ENEC_DEV void decode_frame(const enec_cuda_frame& fr, uint32_t f, uint32_t stage
   }
 
   const bool hashing = VERIFY && fr.checksums;
-  uint8_t* ring = dyn_smem() + ring_off;
+  uint8_t* ring = dyn_smem() + L.ring;
   const uint32_t iters = (N + kChunk - 1) / kChunk;
   if (working) {
     uint8_t* dst = (uint8_t*)fr.dst;
     const bool vec = (((uintptr_t)dst) & 15) == 0;
-    uint32_t carry[3] = {0, 0, 0};
-    RankedRegs RR;
-    GroupsRegs GR;
     if (coding == kRanked) {
-      RR.res = fast_plane(S.lay.residual);
-      RR.l1 = fast_plane(S.lay.planes[0]);
-      RR.small = S.h.widths[0] <= 3;
-      const uint32_t* tw = (const uint32_t*)S.table;
-      RR.tlo = tw[0];
-      RR.thi = tw[1];
-    } else if (coding == kGroups) {
-      GR.res = fast_plane(S.lay.residual);
-      GR.low = fast_plane(S.lay.planes[1]);
-      GR.high = fast_plane(S.lay.planes[2]);
-    }
-    for (uint32_t k = 0; k < iters; k++) {
-      const uint32_t slot = k & 1;
-      if (hashing && k >= 2) {
-        if (slot) bar_sync_c<kBarEmpty + 1>(kAllThreads);
-        else bar_sync_c<kBarEmpty>(kAllThreads);
+      if (!ranked_frame<DT, VERIFY>(fb, S, L, N, dst, vec, hashing, par)) {
+        // Corrupt escape counts (uniform). The hashing warp still expects every step.
+        atomicOr(&S.status, (uint32_t)kErrEscapes);
+        for (uint32_t s = 0; s < iters && hashing; s++) {
+          uint32_t u[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+          ring_wait(s);
+          ring_put<EB>(ring, s, 0, u);
+        }
       }
-      const uint32_t i0 = k * kChunk + tid * 8;
-      const uint32_t valid = i0 < N ? (N - i0 < 8 ? N - i0 : 8) : 0;
-      uint32_t u[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      if (coding == kRanked) {
-        ranked8<EB>(fb, S, RR, d, i0, valid, carry, par, u);
-      } else if (coding == kGroups) {
-        groups8<EB>(fb, S, GR, pre, d, i0, valid, u);
-      } else {
-        load_el8<EB>(gsrc + kFrameHeaderBytes, i0, valid, u);
+    } else {
+      FastPlane res, lowp, high;
+      if (coding == kGroups) {
+        res = fast_plane(S.lay.residual);
+        lowp = fast_plane(S.lay.planes[1]);
+        high = fast_plane(S.lay.planes[2]);
       }
-      store8<EB>(dst, i0, valid, vec, u);
-      if (hashing) {
-#pragma unroll
-        for (uint32_t q = 0; q < 8; q++)
-          if (q >= valid) u[q] = 0;
-        store8<EB>(ring + slot * kChunk * EB, tid * 8, 8, true, u);
-        if (slot) bar_arrive_c<kBarFull + 1>(kAllThreads);
-        else bar_arrive_c<kBarFull>(kAllThreads);
+      for (uint32_t s = 0; s < iters; s++) {
+        if (hashing) ring_wait(s);
+        const uint32_t i0 = s * kChunk + tid * 8;
+        const uint32_t valid = i0 < N ? (N - i0 < 8 ? N - i0 : 8) : 0;
+        uint32_t u[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        if (coding == kGroups) groups8<DT>(fb, S, res, lowp, high, pre, i0, valid, u);
+        else load_el8<EB>(gsrc + kFrameHeaderBytes, i0, valid, u);
+        store8<EB>(dst, i0, valid, vec, u);
+        if (hashing) ring_put<EB>(ring, s, valid, u);
       }
-    }
-    if (coding == kRanked && tid == 0) {
-      for (uint32_t j = 1; j <= S.h.levels; j++)
-        if (carry[j - 1] != S.lay.planes[j].count) atomicOr(&S.status, (uint32_t)kErrEscapes);
     }
   } else if (hashing) {
     // The hashing warp: h32 of the decoded bytes, one 128-byte block per round.
@@ -629,16 +722,17 @@ ENEC_DEV void decode_frame(const enec_cuda_frame& fr, uint32_t f, uint32_t stage
 
 template <bool VERIFY>
 __global__ void __launch_bounds__(kAllThreads, 4)
-    decode_kernel(const enec_cuda_frame* frames, uint32_t n, uint32_t stage_cap,
-                  uint32_t ring_off, uint32_t pre_off, uint32_t* status) {
+    decode_kernel(const enec_cuda_frame* frames, uint32_t n, DecSmem L, uint32_t* status) {
   __shared__ DecShared S;
   const uint32_t f = blockIdx.x;
   if (f >= n) return;
   const enec_cuda_frame fr = frames[f];
-  if (fr.dtype == ENEC_CUDA_FP32) {
-    decode_frame<4, VERIFY>(fr, f, stage_cap, ring_off, pre_off, status, S);
-  } else if (fr.dtype == ENEC_CUDA_BF16 || fr.dtype == ENEC_CUDA_FP16) {
-    decode_frame<2, VERIFY>(fr, f, stage_cap, ring_off, pre_off, status, S);
+  if (fr.dtype == ENEC_CUDA_BF16) {
+    decode_frame<1, VERIFY>(fr, f, L, status, S);
+  } else if (fr.dtype == ENEC_CUDA_FP16) {
+    decode_frame<2, VERIFY>(fr, f, L, status, S);
+  } else if (fr.dtype == ENEC_CUDA_FP32) {
+    decode_frame<3, VERIFY>(fr, f, L, status, S);
   } else if (threadIdx.x == 0) {
     status[f] = kErrHeader;
   }
