@@ -1,0 +1,93 @@
+//! Arbitrary bytes into the checkpoint-container reader (`enec::container`, FORMAT.md section
+//! 9), the format `enec compress` writes and device loaders read: `Container::parse`, the
+//! entries, `find`, and `decode_entry` of every entry.
+//!
+//! Never a panic, no allocation, bounded time; on success every entry's decoded bytes are
+//! consistent: a raw piece is its payload, an enec piece is what the one-shot stream decoder
+//! gives for its payload.
+//!
+//! The input is tried as it is and with its header check, index checksum and footer check
+//! recomputed (from the footer's own offsets), so that mutations of the index and the header
+//! reach the rules behind the checks.
+#![no_main]
+
+use enec::checksum::h32;
+use enec::container::{Container, Footer, PieceKind, FOOTER_BYTES};
+use enec_fuzz::no_alloc;
+use libfuzzer_sys::fuzz_target;
+
+const MAX_OUT: usize = 1 << 22;
+
+fuzz_target!(|input: &[u8]| {
+    check(input);
+    let mut fixed = input.to_vec();
+    if fix_checks(&mut fixed) && fixed != input {
+        check(&fixed);
+    }
+});
+
+/// Recomputes the container header check, the index checksum and the footer check.
+fn fix_checks(file: &mut [u8]) -> bool {
+    if file.len() < 64 {
+        return false;
+    }
+    let check = h32(&file[..28]);
+    file[28..32].copy_from_slice(&check.to_le_bytes());
+    let at = file.len() - FOOTER_BYTES;
+    let word = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+    let (offset, len) = (word(file, at), word(file, at + 8));
+    let Some(end) = offset.checked_add(len).filter(|&e| e <= at as u64) else {
+        return true;
+    };
+    let footer = Footer::new(offset, &file[offset as usize..end as usize]).to_bytes();
+    file[at..].copy_from_slice(&footer);
+    true
+}
+
+fn check(file: &[u8]) {
+    let Ok(container) = no_alloc("Container::parse", || Container::parse(file)) else {
+        return;
+    };
+    let mut out = vec![0u8; 64];
+    let mut count = 0u64;
+    let entries: Vec<_> = container.entries().collect();
+    assert_eq!(entries.len() as u64, container.index().entry_count());
+    let mut original = 0u64;
+    for (number, entry) in entries {
+        assert_eq!(number, count);
+        count += 1;
+        assert_eq!(entry.original_offset, original);
+        original += entry.original_len;
+        let payload = container.payload(&entry);
+        assert_eq!(payload.len() as u64, entry.len);
+        if let Some((n, _)) = container.find(entry.name) {
+            assert!(n <= number, "find() returned a later entry");
+        }
+        let Ok(len) = usize::try_from(entry.original_len) else {
+            continue;
+        };
+        if len > MAX_OUT {
+            continue;
+        }
+        out.clear();
+        out.resize(len + 8, 0xa5);
+        let r = no_alloc("decode_entry", || {
+            container.decode_entry(number, &entry, &mut out)
+        });
+        assert!(
+            out[len..].iter().all(|&b| b == 0xa5),
+            "decode_entry wrote past the entry"
+        );
+        let Ok(n) = r else { continue };
+        assert_eq!(n, len);
+        match entry.kind {
+            PieceKind::Raw => assert_eq!(&out[..n], payload, "raw piece decoded to other bytes"),
+            PieceKind::Enec => {
+                let mut again = vec![0u8; n];
+                assert_eq!(enec::decode(payload, &mut again), Ok(n));
+                assert_eq!(&out[..n], &again[..], "enec piece differs from its stream");
+            }
+        }
+    }
+    assert_eq!(original, container.original_len());
+}
