@@ -49,13 +49,11 @@ fn check(file: &[u8]) {
         return;
     };
     let mut out = vec![0u8; 64];
-    let mut count = 0u64;
     let entries: Vec<_> = container.entries().collect();
     assert_eq!(entries.len() as u64, container.index().entry_count());
     let mut original = 0u64;
-    for (number, entry) in entries {
-        assert_eq!(number, count);
-        count += 1;
+    for (count, (number, entry)) in entries.into_iter().enumerate() {
+        assert_eq!(number, count as u64);
         assert_eq!(entry.original_offset, original);
         original += entry.original_len;
         let payload = container.payload(&entry);
