@@ -484,3 +484,45 @@ fn help_names_every_command() {
     let out = enec(&["compress"]);
     assert_eq!(out.status.code(), Some(2), "usage errors exit with 2");
 }
+
+#[test]
+fn bench_reports_throughput_as_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let raw = dir.path().join("w.bf16");
+    let bytes: Vec<u8> = values(40_000, 0.3)
+        .iter()
+        .flat_map(|&x| bf16::from_f32(x).to_le_bytes())
+        .collect();
+    std::fs::write(&raw, &bytes).unwrap();
+    let doc: Value = serde_json::from_str(&ok(&[
+        "bench",
+        p(&raw),
+        "--dtype",
+        "bf16",
+        "--repeats",
+        "1",
+        "--threads",
+        "2",
+        "--json",
+    ]))
+    .unwrap();
+    for key in [
+        "memcpy_gbps",
+        "encode_gbps",
+        "decode_gbps",
+        "ratio",
+        "decode_gbps_threads",
+        "encode_gbps_threads",
+    ] {
+        let v = doc[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{key} missing: {doc}"));
+        assert!(v.is_finite() && v > 0.0, "{key} = {v}");
+    }
+    assert_eq!(doc["threads"], json!(2));
+    assert!(doc["ratio"].as_f64().unwrap() > 1.0, "{doc}");
+    let text = ok(&["bench", p(&raw), "--dtype", "bf16", "--repeats", "1"]);
+    assert!(text.contains("x memcpy"), "{text}");
+    let err = fails(&["bench", p(&dir.path().join("missing")), "--dtype", "bf16"]);
+    assert!(err.contains("missing"), "{err}");
+}

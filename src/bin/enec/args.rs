@@ -28,6 +28,8 @@ pub enum Command {
     Info(InfoArgs),
     /// Compress, decompress and verify the real MiniLM weights embedded in this binary.
     Demo(DemoArgs),
+    /// Measure memcpy, encode and decode throughput of a raw array in one process.
+    Bench(BenchArgs),
 }
 
 /// Element type of a raw input array.
@@ -129,6 +131,31 @@ pub struct InfoArgs {
     /// Input .enec file.
     pub input: PathBuf,
     /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `enec bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// A raw little-endian array.
+    pub input: PathBuf,
+    /// Element type of the array.
+    #[arg(long, value_enum)]
+    pub dtype: DtypeArg,
+    /// Exponent coding, chosen per frame.
+    #[arg(long, value_enum, default_value_t = CodingArg::Auto)]
+    pub coding: CodingArg,
+    /// Elements per frame: a power of two from 1024 to 65536.
+    #[arg(long, default_value_t = 16384)]
+    pub frame: u32,
+    /// Timed runs per measurement (the best counts), after one warm-up.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..))]
+    pub repeats: u16,
+    /// Threads for the multi-threaded rows (default: all cores).
+    #[arg(long, short = 'j', value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+    /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
 }

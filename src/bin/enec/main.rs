@@ -4,6 +4,7 @@
 //! the demo on the real weights embedded in the binary.
 
 mod args;
+mod bench;
 mod compress;
 mod container;
 mod decompress;
@@ -62,6 +63,22 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Some(Command::Info(a)) => info::info(&a.input, a.json),
+        Some(Command::Bench(a)) => {
+            let options = EncodeOptions::new(a.dtype.dtype())
+                .frame_len(a.frame)
+                .map_err(|e| format!("--frame {}: {e}", a.frame))?
+                .coding(a.coding.coding());
+            let report = bench::bench(&a.input, options, threads(a.threads), a.repeats.into())?;
+            if a.json {
+                say!(
+                    "{}",
+                    serde_json::to_string(&report).map_err(|e| e.to_string())?
+                );
+            } else {
+                say!("{}", report.table());
+            }
+            Ok(())
+        }
     }
 }
 

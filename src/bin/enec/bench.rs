@@ -1,0 +1,204 @@
+//! `enec bench FILE --dtype D`: memcpy, encode and decode throughput of a raw array, measured in
+//! one process (compare the ratios to memcpy; absolute numbers vary between runs on a shared
+//! machine), on one thread and on several (frames are independent).
+
+use std::hint::black_box;
+use std::path::Path;
+use std::time::Instant;
+
+use enec::frame::{decode_frame, encode_frame, max_frame_bytes};
+use enec::{decode, encode, frames, max_encoded_size, read_header, EncodeOptions};
+use rayon::prelude::*;
+
+use crate::error::{Context, Result};
+
+/// What one run measured; GB/s are 1e9 bytes of uncompressed data per second.
+#[derive(Debug, serde::Serialize)]
+pub struct Report {
+    pub file: String,
+    pub dtype: &'static str,
+    pub coding: String,
+    pub bytes: usize,
+    pub ratio: f64,
+    pub memcpy_gbps: f64,
+    pub encode_gbps: f64,
+    pub decode_gbps: f64,
+    pub threads: usize,
+    pub encode_gbps_threads: f64,
+    pub decode_gbps_threads: f64,
+    pub avx2: bool,
+    pub repeats: usize,
+}
+
+/// Best wall time of `repeats` runs of `f`, after one warm-up run.
+fn best_of(repeats: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    f()?;
+    let mut best = f64::INFINITY;
+    for _ in 0..repeats {
+        let t = Instant::now();
+        f()?;
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    Ok(best)
+}
+
+/// Encodes frame by frame on the current rayon pool, then closes the gaps between frames.
+fn encode_parallel(
+    options: &EncodeOptions,
+    input: &[u8],
+    out: &mut Vec<u8>,
+) -> enec::Result<usize> {
+    let eb = options.dtype.element_bytes();
+    let frame_bytes = (1usize << options.frame_log2) * eb;
+    let slot = max_frame_bytes(options.dtype, 1 << options.frame_log2);
+    let mut slots = vec![0u8; slot * input.len().div_ceil(frame_bytes)];
+    let sizes: Vec<usize> = slots
+        .par_chunks_mut(slot)
+        .zip(input.par_chunks(frame_bytes))
+        .map(|(dst, src)| encode_frame(options.dtype, options.coding, options.checksums, src, dst))
+        .collect::<std::result::Result<_, _>>()?;
+    let info = enec::StreamInfo::new(
+        options.dtype,
+        options.frame_log2,
+        options.checksums,
+        (input.len() / eb) as u64,
+    )?;
+    out.clear();
+    out.extend_from_slice(&info.to_bytes());
+    for (i, &n) in sizes.iter().enumerate() {
+        out.extend_from_slice(&slots[i * slot..i * slot + n]);
+    }
+    Ok(out.len())
+}
+
+/// Decodes every frame on the current rayon pool, each straight into its part of `out`.
+fn decode_parallel(stream: &[u8], out: &mut [u8]) -> enec::Result<()> {
+    let info = read_header(stream)?;
+    let located: Vec<enec::FrameInfo> = frames(stream)?.collect::<std::result::Result<_, _>>()?;
+    let frame_out = info.frame_len() * info.dtype.element_bytes();
+    located
+        .par_iter()
+        .zip(out.par_chunks_mut(frame_out))
+        .try_for_each(|(f, dst)| {
+            decode_frame(
+                info.dtype,
+                info.checksums,
+                f.index,
+                f.elements,
+                &stream[f.offset..f.offset + f.bytes],
+                dst,
+            )
+            .map(|_| ())
+        })?;
+    Ok(())
+}
+
+/// Runs the benchmark.
+pub fn bench(
+    path: &Path,
+    options: EncodeOptions,
+    threads: usize,
+    repeats: usize,
+) -> Result<Report> {
+    let input = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let eb = options.dtype.element_bytes();
+    if input.is_empty() || input.len() % eb != 0 {
+        return Err(format!(
+            "{}: {} bytes is not a non-empty array of {eb}-byte elements",
+            path.display(),
+            input.len()
+        )
+        .into());
+    }
+    let mut copy = vec![0u8; input.len()];
+    let mut stream = vec![0u8; max_encoded_size(&options, input.len()).context(|| "sizing")?];
+    let mut len = 0;
+    let memcpy = best_of(repeats, || {
+        copy.copy_from_slice(black_box(&input));
+        Ok(())
+    })?;
+    let encode_1 = best_of(repeats, || {
+        len = encode(&options, black_box(&input), &mut stream).context(|| "encoding")?;
+        Ok(())
+    })?;
+    let stream = &stream[..len];
+    let decode_1 = best_of(repeats, || {
+        decode(black_box(stream), &mut copy).context(|| "decoding")?;
+        Ok(())
+    })?;
+    if copy != input {
+        return Err("decoded bytes differ from the input".into());
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut parallel_stream = Vec::new();
+    let encode_n = pool.install(|| {
+        best_of(repeats, || {
+            encode_parallel(&options, &input, &mut parallel_stream)
+                .context(|| "parallel encoding")?;
+            Ok(())
+        })
+    })?;
+    if parallel_stream != stream {
+        return Err("the parallel encoder wrote different bytes".into());
+    }
+    copy.fill(0);
+    let decode_n = pool.install(|| {
+        best_of(repeats, || {
+            decode_parallel(stream, &mut copy).context(|| "parallel decoding")
+        })
+    })?;
+    if copy != input {
+        return Err("parallel decoding gave different bytes".into());
+    }
+    let gb = input.len() as f64 / 1e9;
+    Ok(Report {
+        file: path.display().to_string(),
+        dtype: options.dtype.name(),
+        coding: format!("{:?}", options.coding).to_lowercase(),
+        bytes: input.len(),
+        ratio: input.len() as f64 / len as f64,
+        memcpy_gbps: gb / memcpy,
+        encode_gbps: gb / encode_1,
+        decode_gbps: gb / decode_1,
+        threads,
+        encode_gbps_threads: gb / encode_n,
+        decode_gbps_threads: gb / decode_n,
+        avx2: enec::simd_in_use(),
+        repeats,
+    })
+}
+
+impl Report {
+    /// The human-readable summary.
+    pub fn table(&self) -> String {
+        format!(
+            "{} ({} bytes, {}, coding {}; kernels: {})\n\
+             ratio           {:.4}\n\
+             memcpy          {:7.3} GB/s\n\
+             encode 1 thread {:7.3} GB/s  {:.3}x memcpy\n\
+             decode 1 thread {:7.3} GB/s  {:.3}x memcpy\n\
+             encode {:2} thr.  {:7.3} GB/s  {:.2}x one thread\n\
+             decode {:2} thr.  {:7.3} GB/s  {:.2}x one thread",
+            self.file,
+            self.bytes,
+            self.dtype,
+            self.coding,
+            if self.avx2 { "AVX2" } else { "portable" },
+            self.ratio,
+            self.memcpy_gbps,
+            self.encode_gbps,
+            self.encode_gbps / self.memcpy_gbps,
+            self.decode_gbps,
+            self.decode_gbps / self.memcpy_gbps,
+            self.threads,
+            self.encode_gbps_threads,
+            self.encode_gbps_threads / self.encode_gbps,
+            self.threads,
+            self.decode_gbps_threads,
+            self.decode_gbps_threads / self.decode_gbps,
+        )
+    }
+}
