@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""compare.py -- enec next to memcpy, zstd and ZipNN on the same raw array, in one run.
+
+usage: python3 benches/compare.py CORPUS.bin bf16|fp16|fp32 [--reps 3] [--tools DIR]
+
+Runs `enec bench --json` (coding auto and groups; one thread and all cores) and
+../shared/tools/bench_codecs.py (memcpy, zstd -1/-3, ZipNN with threads=1) one after the other
+in this process's session, then prints one markdown table. MB/s are millions of uncompressed
+bytes per second. Needs: `cargo build --release --features cli`, and
+`pip install numpy zstandard zipnn` (zipnn pulls torch, several GB: not for CI).
+"""
+import argparse, json, os, re, subprocess, sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+root = os.path.dirname(here)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('corpus')
+    ap.add_argument('dtype', choices=['bf16', 'fp16', 'fp32'])
+    ap.add_argument('--reps', type=int, default=3)
+    ap.add_argument('--tools', default=os.path.join(root, '..', 'shared', 'tools'))
+    a = ap.parse_args()
+    enec = os.path.join(root, 'target', 'release', 'enec')
+    if not os.path.exists(enec):
+        sys.exit('build the CLI first: cargo build --release --features cli')
+    rows = []
+    for coding in ('auto', 'groups'):
+        out = subprocess.run([enec, 'bench', a.corpus, '--dtype', a.dtype, '--coding', coding,
+                              '--repeats', str(a.reps), '--json'], check=True, capture_output=True, text=True)
+        r = json.loads(out.stdout)
+        rows.append((f'enec {coding}, 1 thread', r['ratio'], r['encode_gbps'] * 1e3, r['decode_gbps'] * 1e3))
+        rows.append((f'enec {coding}, {r["threads"]} threads', r['ratio'],
+                     r['encode_gbps_threads'] * 1e3, r['decode_gbps_threads'] * 1e3))
+        kernels = 'AVX2' if r['avx2'] else 'portable'
+    out = subprocess.run([sys.executable, os.path.join(a.tools, 'bench_codecs.py'), a.corpus, '--dtype', a.dtype,
+                          '--reps', str(a.reps), '--codecs', 'memcpy,zstd1,zstd3,zipnn'],
+                         check=True, capture_output=True, text=True)
+    for line in out.stdout.splitlines():
+        m = re.match(r'\| (\S+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ok', line)
+        if m:
+            rows.append((m.group(1), float(m.group(4)), float(m.group(2)), float(m.group(3))))
+    memcpy = next((r[2] for r in rows if r[0].startswith('memcpy')), None)
+    print(f'### {os.path.basename(a.corpus)} ({a.dtype}), one run; enec kernels: {kernels}\n')
+    print('| codec | ratio | compress MB/s | decompress MB/s | decompress / memcpy |')
+    print('|---|---|---|---|---|')
+    for name, ratio, c, d in rows:
+        rel = f'{d / memcpy:.3f}' if memcpy and d else ''
+        print(f'| {name} | {ratio:.4f} | {c:,.0f} | {d:,.0f} | {rel} |')
+
+
+if __name__ == '__main__':
+    main()
