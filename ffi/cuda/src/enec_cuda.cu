@@ -124,7 +124,7 @@ extern "C" int enec_cuda_decode(const enec_cuda_frame* d_frames, const enec_cuda
   const uint32_t ranked = L.list_b + a16(2 * batch->max_entries);
   const uint32_t region = ranked > L.stage_cap ? ranked : L.stage_cap;
   L.ring = region;
-  L.pre = L.ring + (verify ? 2 * dev::kChunk * eb : 0);
+  L.pre = L.ring + (verify ? dev::kSlots * dev::kChunk * eb : 0);
   const uint32_t smem = L.pre + a16(2 * ((batch->max_elements + 15) / 16));
   cudaStream_t s = (cudaStream_t)stream;
   if (verify) {

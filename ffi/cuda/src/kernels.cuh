@@ -35,8 +35,29 @@ constexpr uint32_t kChunk = kDecThreads * 8;  // elements per step
 
 // Named barriers: 0 is __syncthreads.
 constexpr unsigned kBarDec = 1;    // the 256 working threads
-constexpr unsigned kBarFull = 2;   // 2, 3: ring slot filled (256 arrive, hash warp waits)
-constexpr unsigned kBarEmpty = 4;  // 4, 5: ring slot consumed (hash warp arrives, 256 wait)
+constexpr unsigned kSlots = 4;     // ring slots between the decoding threads and the hash warp
+constexpr unsigned kBarFull = 2;   // 2..5: ring slot filled (256 arrive, hash warp waits)
+constexpr unsigned kBarEmpty = 6;  // 6..9: ring slot consumed (hash warp arrives, 256 wait)
+
+// Named barrier `base + slot` with the id as an immediate (slot < 4).
+template <unsigned BASE>
+ENEC_DEV void bar_sync_slot(uint32_t slot, unsigned n) {
+  switch (slot) {
+    case 0: bar_sync_c<BASE>(n); break;
+    case 1: bar_sync_c<BASE + 1>(n); break;
+    case 2: bar_sync_c<BASE + 2>(n); break;
+    default: bar_sync_c<BASE + 3>(n); break;
+  }
+}
+template <unsigned BASE>
+ENEC_DEV void bar_arrive_slot(uint32_t slot, unsigned n) {
+  switch (slot) {
+    case 0: bar_arrive_c<BASE>(n); break;
+    case 1: bar_arrive_c<BASE + 1>(n); break;
+    case 2: bar_arrive_c<BASE + 2>(n); break;
+    default: bar_arrive_c<BASE + 3>(n); break;
+  }
+}
 
 struct Scan {
   uint32_t tot[2][kWarps];
@@ -344,20 +365,16 @@ ENEC_DEV uint32_t merge0(uint32_t x, uint32_t r) {
 // Hands one step's decoded bytes to the hashing warp (two ring slots, named barriers).
 template <int EB>
 ENEC_DEV void ring_put(uint8_t* ring, uint32_t k, uint32_t valid, uint32_t (&u)[8]) {
-  const uint32_t slot = k & 1;
+  const uint32_t slot = k % kSlots;
 #pragma unroll
   for (uint32_t q = 0; q < 8; q++)
     if (q >= valid) u[q] = 0;
   store8<EB>(ring + slot * kChunk * EB, threadIdx.x * 8, 8, true, u);
-  if (slot) bar_arrive_c<kBarFull + 1>(kAllThreads);
-  else bar_arrive_c<kBarFull>(kAllThreads);
+  bar_arrive_slot<kBarFull>(slot, kAllThreads);
 }
 
 ENEC_DEV void ring_wait(uint32_t k) {
-  if (k >= 2) {
-    if (k & 1) bar_sync_c<kBarEmpty + 1>(kAllThreads);
-    else bar_sync_c<kBarEmpty>(kAllThreads);
-  }
+  if (k >= kSlots) bar_sync_slot<kBarEmpty>(k % kSlots, kAllThreads);
 }
 
 // The ranked coding, one level at a time (the dependency-decoupled scan of the paper, on a
@@ -685,9 +702,8 @@ ENEC_DEV void decode_frame(const enec_cuda_frame& fr, uint32_t f, const DecSmem&
     uint32_t acc = kP5 + lane;
     const uint32_t total = N * EB;
     for (uint32_t k = 0; k < iters; k++) {
-      const uint32_t slot = k & 1;
-      if (slot) bar_sync_c<kBarFull + 1>(kAllThreads);
-      else bar_sync_c<kBarFull>(kAllThreads);
+      const uint32_t slot = k % kSlots;
+      bar_sync_slot<kBarFull>(slot, kAllThreads);
       const uint32_t* w = (const uint32_t*)(ring + slot * kChunk * EB);
       const uint32_t left = total - k * kChunk * EB;
       const uint32_t bytes = left < kChunk * EB ? left : kChunk * EB;
@@ -702,10 +718,7 @@ ENEC_DEV void decode_frame(const enec_cuda_frame& fr, uint32_t f, const DecSmem&
         acc = h32_round(acc, w3);
       }
       for (; blk < blocks; blk++) acc = h32_round(acc, w[blk * 32 + lane]);
-      if (k + 2 < iters) {
-        if (slot) bar_arrive_c<kBarEmpty + 1>(kAllThreads);
-        else bar_arrive_c<kBarEmpty>(kAllThreads);
-      }
+      if (k + kSlots < iters) bar_arrive_slot<kBarEmpty>(slot, kAllThreads);
     }
     uint32_t h = total + kP5;
     for (int j = 0; j < 32; j++) h = rotl32(h + __shfl_sync(kFull, acc, j) * kP3, 17) * kP4;
@@ -721,7 +734,7 @@ ENEC_DEV void decode_frame(const enec_cuda_frame& fr, uint32_t f, const DecSmem&
 }
 
 template <bool VERIFY>
-__global__ void __launch_bounds__(kAllThreads, 4)
+__global__ void __launch_bounds__(kAllThreads, 3)
     decode_kernel(const enec_cuda_frame* frames, uint32_t n, DecSmem L, uint32_t* status) {
   __shared__ DecShared S;
   const uint32_t f = blockIdx.x;
@@ -1104,15 +1117,22 @@ __global__ void __launch_bounds__(kAllThreads, 4)
           gmin_a[t] = (uint8_t)gmin;
           gmax_a[t] = (uint8_t)gmax;
         }
-        for (uint32_t c = 0; c < nc; c++) {
-          const uint32_t base = firstb + c;
-          const uint32_t need = (t < G && gmax <= base) ? bitlen(base - gmin) : 99;
-          for (uint32_t m = 0; m <= 8; m++) {
-            const uint32_t bal = __ballot_sync(kFull, need <= m);
-            if (lane == 0 && bal) atomicAdd(&S.unflag[c][m], (uint32_t)__popc(bal));
+        // Histogram of the low width each group needs, per base candidate (summed below).
+        if (t < G) {
+          for (uint32_t c = 0; c < nc; c++) {
+            const uint32_t base = firstb + c;
+            if (gmax <= base) {
+              const uint32_t m = bitlen(base - gmin);
+              if (m <= 8) atomicAdd(&S.unflag[c][m], 1u);
+            }
           }
         }
       }
+    }
+    bar_sync_c<kBarDec>(kDecThreads);
+    if (coding != ENEC_CUDA_RANKED && tid < nc) {
+      // Cumulative: a group needing m bits is unflagged for every larger m.
+      for (uint32_t m = 1; m <= 8; m++) S.unflag[tid][m] += S.unflag[tid][m - 1];
     }
     bar_sync_c<kBarDec>(kDecThreads);
     if (coding != ENEC_CUDA_RANKED && tid < nc * 9) {
