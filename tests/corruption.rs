@@ -377,12 +377,14 @@ fn large_stream_sampled() {
                 data: data.clone(),
                 stream,
             };
-            corrupt_sampled(&case, checksums, 1200, 100);
+            corrupt_sampled(&case, checksums, 1200, 256, 100);
         }
     }
 }
 
-fn corrupt_sampled(case: &Case, checksums: bool, flips: usize, cuts: usize) {
+/// `flips` single-bit flips (the first `header_bits` bits of the stream in order, then a seeded
+/// sample), truncations around every frame boundary and at `cuts` sampled lengths.
+fn corrupt_sampled(case: &Case, checksums: bool, flips: usize, header_bits: usize, cuts: usize) {
     let stream = &case.stream;
     let expect = checksums.then_some(&case.data[..]);
     let len = case.data.len();
@@ -390,7 +392,7 @@ fn corrupt_sampled(case: &Case, checksums: bool, flips: usize, cuts: usize) {
     let mut rng = Rng(0xfeed_f00d ^ bits as u64);
     let mut flipped = stream.clone();
     for k in 0..flips {
-        let bit = if k < 32 * 8 { k } else { rng.below(bits) };
+        let bit = if k < header_bits { k } else { rng.below(bits) };
         flipped[bit / 8] ^= 1 << (bit % 8);
         check(&flipped, len, expect, &|| {
             format!("{}: bit {bit} flipped", case.name)
@@ -420,5 +422,38 @@ fn corrupt_sampled(case: &Case, checksums: bool, flips: usize, cuts: usize) {
             "{}: truncated to {cut} bytes, decode succeeded",
             case.name
         );
+    }
+}
+
+/// The corruption checks on tiny streams (every dtype and coding, 96 elements: one partial
+/// frame), sized so that Miri runs them in reasonable time (`fuzz/miri.sh`): the stream-header
+/// bits (all of them, or a few under Miri), a sample of the rest, and truncations.
+#[test]
+fn small_streams_sampled() {
+    let n = 96;
+    for dtype in Dtype::ALL {
+        let eb = dtype.element_bytes();
+        let weights = real(dtype, 196_608, n);
+        let noise = random_bytes(n * eb, 7);
+        for (coding, data) in [
+            (Coding::Auto, &weights),
+            (Coding::Groups, &weights),
+            (Coding::Ranked, &weights),
+            (Coding::Auto, &noise),
+        ] {
+            for checksums in [true, false] {
+                let stream = encode_vec(&options(dtype, coding, checksums, 10), data);
+                let case = Case {
+                    name: format!("{}-{coding:?}-small-{checksums}", dtype.name()),
+                    data: data.clone(),
+                    stream,
+                };
+                if cfg!(miri) {
+                    corrupt_sampled(&case, checksums, 24, 4, 4);
+                } else {
+                    corrupt_sampled(&case, checksums, 800, 256, 64);
+                }
+            }
+        }
     }
 }
