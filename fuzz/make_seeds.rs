@@ -216,7 +216,8 @@ fn main() {
                         write(&root.join("roundtrip"), &file, &rt);
                         total += rt.len();
                         if name == "real0" {
-                            let mut rt = vec![d as u8, 6, c as u8, 0x3f];
+                            // 2^17 elements and a partial frame, in frames of 2^16.
+                            let mut rt = vec![d as u8, 6, c as u8, 0x31];
                             rt.extend_from_slice(&data[..300 * dtype.element_bytes()]);
                             write(&root.join("roundtrip"), &format!("{file}-x64"), &rt);
                             total += rt.len();

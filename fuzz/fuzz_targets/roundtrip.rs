@@ -120,7 +120,7 @@ fuzz_target!(|input: &[u8]| {
     assert_eq!(out, data, "round trip changed the data");
 
     // Auto is never larger than either forced coding (FORMAT.md 7.5: per-frame minimum).
-    if options.coding == Coding::Auto && expand & 0x3f <= 4 {
+    if options.coding == Coding::Auto && data.len() <= 8192 * eb {
         for forced in [Coding::Groups, Coding::Ranked] {
             let mut s = vec![0u8; bound];
             let l = encode(&options.coding(forced), &data, &mut s).expect("forced coding");

@@ -116,18 +116,23 @@ pub fn options_of(cfg: &mut Bytes) -> EncodeOptions {
 }
 
 /// The data to encode: `raw` cut to whole elements, or, when `expand` is non-zero, `raw`
-/// tiled out to `expand * 1024` elements with a cheap PRNG stirred into the low mantissa bits
-/// (so a small fuzz input can still produce multi-frame streams and 65,536-element frames),
-/// keeping the high bits (sign, exponent) of the fuzz data.
+/// tiled out to a larger size with a cheap PRNG stirred into the low mantissa bits (so a small
+/// fuzz input can still produce multi-frame streams and 65,536-element frames), keeping the
+/// high bits (sign, exponent) of the fuzz data.
 pub fn data_of(dtype: Dtype, expand: u8, raw: &[u8]) -> Vec<u8> {
     let eb = dtype.element_bytes();
     let whole = raw.len() / eb * eb;
     if expand == 0 || whole == 0 {
         return raw[..whole].to_vec();
     }
-    // expand: low 6 bits: size in KiB-elements (1..=64, plus a partial frame), bit 6: keep the
-    // low mantissa bits zero (dead bits), bit 7: no PRNG at all (pure tiling).
-    let elements = usize::from(expand & 0x3f) * 1024 + usize::from(raw[0]) * 3;
+    // expand: bits 0-4: size 2^(b % 18) elements (1 ..= 131,072: sizes spread evenly on a log
+    // scale, so large inputs are the exception and fuzzing stays fast), plus, with bit 5, a
+    // partial frame of 3 * raw[0] + 1 elements; bit 6: keep the low mantissa bits zero (dead
+    // bits); bit 7: no PRNG at all (pure tiling).
+    let mut elements = 1usize << ((expand & 0x1f) % 18);
+    if expand & 0x20 != 0 {
+        elements += 3 * usize::from(raw[0]) + 1;
+    }
     let dead = expand & 0x40 != 0;
     let pure = expand & 0x80 != 0;
     let mut out = Vec::with_capacity(elements * eb);
