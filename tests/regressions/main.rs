@@ -138,13 +138,13 @@ fn ascendc_accepts_a_valid_stream() {
     assert!(ascendc_accepts(&stream, "valid"));
 }
 
-/// Finding 2 (`ascendc_diff`): the AscendC host reader `enec_host::read_header`
-/// (ffi/ascendc/host/enec_host.h) does not check that the stream header's reserved bytes
+/// Finding 2 (`ascendc_diff`; fixed in 82b176a): the AscendC host reader `enec_host::read_header`
+/// (ffi/ascendc/host/enec_host.h) did not check that the stream header's reserved bytes
 /// (9..12 and 24..28) are zero, which FORMAT.md section 3 requires ("must be 0": a conforming
 /// decoder rejects the stream otherwise). A stream whose reserved byte is set and whose header
 /// check is recomputed is refused by the Rust decoder (`CorruptHeader("reserved bytes are not
-/// zero")`) and decoded by the AscendC one. Any future minor version that gives these bytes a
-/// meaning would be silently misread by the AscendC path.
+/// zero")`) and was decoded by the AscendC one. Any future minor version that gives these bytes a
+/// meaning would have been silently misread by the AscendC path.
 #[test]
 fn ascendc_refuses_reserved_stream_header_bytes() {
     for at in [9usize, 10, 11, 24, 25, 26, 27] {
