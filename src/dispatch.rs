@@ -10,13 +10,16 @@
 use crate::error::Result;
 use crate::format::Dtype;
 use crate::frame::{decode_frame_impl, encode_frame_impl, Coding};
+use crate::simd::Portable;
 
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
 mod x86 {
     use super::*;
+    use crate::simd::Avx2;
 
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
-    pub(super) fn encode_frame(
+    pub(super) unsafe fn encode_frame(
+        isa: Avx2,
         dtype: Dtype,
         coding: Coding,
         checksums: bool,
@@ -24,11 +27,12 @@ mod x86 {
         elements: usize,
         out: &mut [u8],
     ) -> Result<usize> {
-        encode_frame_impl(dtype, coding, checksums, input, elements, out)
+        encode_frame_impl(isa, dtype, coding, checksums, input, elements, out)
     }
 
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
-    pub(super) fn decode_frame(
+    pub(super) unsafe fn decode_frame(
+        isa: Avx2,
         dtype: Dtype,
         checksums: bool,
         index: u32,
@@ -36,16 +40,18 @@ mod x86 {
         frame: &[u8],
         out: &mut [u8],
     ) -> Result<usize> {
-        decode_frame_impl(dtype, checksums, index, elements, frame, out)
+        decode_frame_impl(isa, dtype, checksums, index, elements, frame, out)
     }
+}
 
-    pub(super) fn has_avx2() -> bool {
-        std::is_x86_feature_detected!("avx2")
-            && std::is_x86_feature_detected!("bmi1")
-            && std::is_x86_feature_detected!("bmi2")
-            && std::is_x86_feature_detected!("lzcnt")
-            && std::is_x86_feature_detected!("popcnt")
-    }
+/// The AVX2 kernels, when this CPU has them and `ENEC_PORTABLE=1` does not ask for the baseline.
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+fn avx2() -> Option<crate::simd::Avx2> {
+    static CHOICE: std::sync::OnceLock<Option<crate::simd::Avx2>> = std::sync::OnceLock::new();
+    *CHOICE.get_or_init(|| {
+        crate::simd::Avx2::detect()
+            .filter(|_| std::env::var_os("ENEC_PORTABLE").is_none_or(|v| v != "1"))
+    })
 }
 
 /// Whether the AVX2 compilation of the kernels is in use: with the `std` feature on an x86_64
@@ -54,10 +60,7 @@ mod x86 {
 pub fn simd_in_use() -> bool {
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
     {
-        static CHOICE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *CHOICE.get_or_init(|| {
-            x86::has_avx2() && std::env::var_os("ENEC_PORTABLE").is_none_or(|v| v != "1")
-        })
+        avx2().is_some()
     }
     #[cfg(not(all(feature = "std", target_arch = "x86_64")))]
     false
@@ -72,12 +75,12 @@ pub(crate) fn encode_frame(
     out: &mut [u8],
 ) -> Result<usize> {
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
-    if simd_in_use() {
-        // SAFETY: `simd_in_use` checked that this CPU has every feature the x86 functions are
+    if let Some(isa) = avx2() {
+        // SAFETY: the token exists only when this CPU has every feature the x86 functions are
         // compiled for; they are otherwise ordinary safe functions.
-        return unsafe { x86::encode_frame(dtype, coding, checksums, input, elements, out) };
+        return unsafe { x86::encode_frame(isa, dtype, coding, checksums, input, elements, out) };
     }
-    encode_frame_impl(dtype, coding, checksums, input, elements, out)
+    encode_frame_impl(Portable, dtype, coding, checksums, input, elements, out)
 }
 
 pub(crate) fn decode_frame(
@@ -89,11 +92,11 @@ pub(crate) fn decode_frame(
     out: &mut [u8],
 ) -> Result<usize> {
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
-    if simd_in_use() {
+    if let Some(isa) = avx2() {
         // SAFETY: as in `encode_frame`: the CPU has the features `x86::decode_frame` needs.
-        return unsafe { x86::decode_frame(dtype, checksums, index, elements, frame, out) };
+        return unsafe { x86::decode_frame(isa, dtype, checksums, index, elements, frame, out) };
     }
-    decode_frame_impl(dtype, checksums, index, elements, frame, out)
+    decode_frame_impl(Portable, dtype, checksums, index, elements, frame, out)
 }
 
 /// [`crate::frame::encode_frame`] on the baseline compilation, whatever the CPU: for tests that
@@ -112,7 +115,7 @@ pub fn encode_frame_portable(
         // Same validation as the public function, which reports it.
         return crate::frame::encode_frame(dtype, coding, checksums, input, out);
     }
-    encode_frame_impl(dtype, coding, checksums, input, elements, out)
+    encode_frame_impl(Portable, dtype, coding, checksums, input, elements, out)
 }
 
 /// [`crate::frame::decode_frame`] on the baseline compilation, whatever the CPU.
@@ -125,5 +128,5 @@ pub fn decode_frame_portable(
     frame: &[u8],
     out: &mut [u8],
 ) -> Result<usize> {
-    decode_frame_impl(dtype, checksums, index, elements, frame, out)
+    decode_frame_impl(Portable, dtype, checksums, index, elements, frame, out)
 }

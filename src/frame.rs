@@ -10,11 +10,11 @@ use crate::format::{
     FRAME_HEADER_BYTES, GROUP_LEN, MAX_FRAME_LEN,
 };
 use crate::kernels::{
-    choose_ranked, escape_masks, expand, group_flagged, group_range, groups_forward,
-    groups_inverse, groups_unflagged, groups_width, load, lookup, merge_store, pack_plane,
-    ranked_code, unpack_range, Fields, FrameStats, PlaneWriter, Ranking, GROUPS_BASES, MAX_LEVELS,
-    MAX_SYMBOLS,
+    choose_ranked, group_flagged, group_range, groups_forward, groups_inverse, groups_unflagged,
+    groups_width, load, pack_plane, ranked_code, Fields, FrameStats, Lane, PlaneWriter, Ranking,
+    GROUPS_BASES, MAX_LEVELS, MAX_SYMBOLS,
 };
+use crate::simd::Isa;
 
 /// Which exponent coding the writer wants.
 #[derive(
@@ -31,8 +31,10 @@ pub enum Coding {
     Ranked,
 }
 
-/// Elements decoded per step; sizes the decoder's stack scratch (`CHUNK * 8` bytes).
+/// Elements decoded per step; sizes the decoder's stack scratch (`CHUNK * 13` bytes and so).
 const CHUNK: usize = 256;
+/// Slack after a scratch array of values to expand, so the vector expansion may read 16 at a time.
+const SLACK: usize = 16;
 
 /// The most bytes one frame of `elements` elements can take (a stored frame).
 pub fn max_frame_bytes(dtype: Dtype, elements: usize) -> usize {
@@ -66,7 +68,8 @@ pub fn encode_frame(
 /// The encoder's element loops; `#[inline(always)]` down to the kernels so that
 /// [`crate::dispatch`] can compile them once per instruction set.
 #[inline(always)]
-pub(crate) fn encode_frame_impl(
+pub(crate) fn encode_frame_impl<I: Isa>(
+    isa: I,
     dtype: Dtype,
     coding: Coding,
     checksums: bool,
@@ -75,13 +78,14 @@ pub(crate) fn encode_frame_impl(
     out: &mut [u8],
 ) -> Result<usize> {
     match dtype.element_bytes() {
-        2 => encode_elements::<2>(dtype, coding, checksums, input, elements, out),
-        _ => encode_elements::<4>(dtype, coding, checksums, input, elements, out),
+        2 => encode_elements::<2, I>(isa, dtype, coding, checksums, input, elements, out),
+        _ => encode_elements::<4, I>(isa, dtype, coding, checksums, input, elements, out),
     }
 }
 
 #[inline(always)]
-fn encode_elements<const B: usize>(
+fn encode_elements<const B: usize, I: Isa>(
+    isa: I,
     dtype: Dtype,
     coding: Coding,
     checksums: bool,
@@ -131,7 +135,7 @@ fn encode_elements<const B: usize>(
             out[FRAME_HEADER_BYTES..FRAME_HEADER_BYTES + input.len()].copy_from_slice(input)
         }
         FrameParams::Ranked(r) => {
-            write_ranked::<B>(input, elements, &fields, &r, &ranking, &layout, out)
+            write_ranked::<B, I>(isa, input, elements, &fields, &r, &ranking, &layout, out)
         }
         FrameParams::Groups(g) => write_groups::<B>(input, elements, &fields, &g, &layout, out),
     }
@@ -211,7 +215,9 @@ fn choose_groups_params<const B: usize>(
 }
 
 #[inline(always)]
-fn write_ranked<const B: usize>(
+#[allow(clippy::too_many_arguments)]
+fn write_ranked<const B: usize, I: Isa>(
+    isa: I,
     input: &[u8],
     elements: usize,
     fields: &Fields,
@@ -238,8 +244,8 @@ fn write_ranked<const B: usize>(
     let mut masks = [0u64; CHUNK / 64];
     for start in (0..elements).step_by(CHUNK) {
         let len = CHUNK.min(elements - start);
-        unpack_range(out, &layout.planes[0], start, &mut codes[..len]);
-        if escape_masks(&codes[..len], escape1 as u8, &mut masks) == 0 {
+        isa.unpack(out, &layout.planes[0], start, &mut codes[..len]);
+        if isa.escape_masks(&codes[..len], escape1 as u8, &mut masks) == 0 {
             continue;
         }
         for (block, &mask) in masks.iter().enumerate() {
@@ -399,7 +405,8 @@ pub fn decode_frame(
 /// [`decode_frame`]'s body; `#[inline(always)]` down to the kernels so that [`crate::dispatch`]
 /// can compile it once per instruction set.
 #[inline(always)]
-pub(crate) fn decode_frame_impl(
+pub(crate) fn decode_frame_impl<I: Isa>(
+    isa: I,
     dtype: Dtype,
     checksums: bool,
     index: u32,
@@ -426,10 +433,19 @@ pub(crate) fn decode_frame_impl(
             out.copy_from_slice(&frame[FRAME_HEADER_BYTES..FRAME_HEADER_BYTES + bytes]);
             Ok(())
         }
-        (FrameParams::Ranked(r), 2) => read_ranked::<2>(frame, &fields, &r, &layout, out),
-        (FrameParams::Ranked(r), _) => read_ranked::<4>(frame, &fields, &r, &layout, out),
-        (FrameParams::Groups(g), 2) => read_groups::<2>(frame, &fields, &g, &layout, out),
-        (FrameParams::Groups(g), _) => read_groups::<4>(frame, &fields, &g, &layout, out),
+        // Residuals in the narrowest lanes that hold them: 16 bits for 2-byte elements.
+        (FrameParams::Ranked(r), 2) => {
+            read_ranked::<2, u16, I>(isa, frame, &fields, &r, &layout, out)
+        }
+        (FrameParams::Ranked(r), _) => {
+            read_ranked::<4, u32, I>(isa, frame, &fields, &r, &layout, out)
+        }
+        (FrameParams::Groups(g), 2) => {
+            read_groups::<2, u16, I>(isa, frame, &fields, &g, &layout, out)
+        }
+        (FrameParams::Groups(g), _) => {
+            read_groups::<4, u32, I>(isa, frame, &fields, &g, &layout, out)
+        }
     };
     result.map_err(corrupt)?;
     if checksums && h32(out) != header.checksum {
@@ -439,7 +455,8 @@ pub(crate) fn decode_frame_impl(
 }
 
 #[inline(always)]
-fn read_ranked<const B: usize>(
+fn read_ranked<const B: usize, L: Lane, I: Isa>(
+    isa: I,
     frame: &[u8],
     fields: &Fields,
     params: &RankedParams,
@@ -463,14 +480,14 @@ fn read_ranked<const B: usize>(
     let elements = layout.residual.count;
     // Next unread entry of each level plane (level 0 is element order).
     let mut next = [0usize; MAX_LEVELS + 1];
-    let mut residual = [0u32; CHUNK];
+    let mut residual = [L::default(); CHUNK];
     // Per level: the chunk's codes, then their exponents; and which of them escaped.
-    let mut codes = [[0u8; CHUNK]; MAX_LEVELS + 1];
-    let mut exps = [[0u8; CHUNK]; MAX_LEVELS + 1];
+    let mut codes = [[0u8; CHUNK + SLACK]; MAX_LEVELS + 1];
+    let mut exps = [[0u8; CHUNK + SLACK]; MAX_LEVELS + 1];
     let mut masks;
     for start in (0..elements).step_by(CHUNK) {
         let len = CHUNK.min(elements - start);
-        unpack_range(frame, &layout.residual, start, &mut residual[..len]);
+        isa.unpack(frame, &layout.residual, start, &mut residual[..len]);
         // Top-down: each level's escapes say how many entries the next level supplies.
         let mut counts = [0usize; MAX_LEVELS + 1];
         counts[0] = len;
@@ -483,18 +500,18 @@ fn read_ranked<const B: usize>(
                 return Err("more escapes than entries in the next level");
             }
             let codes = &mut codes[level][..n];
-            unpack_range(frame, plane, next[level], codes);
+            isa.unpack(frame, plane, next[level], codes);
             next[level] += n;
             if level == levels || n == 0 {
                 break;
             }
-            lookup(
+            isa.lookup(
                 codes,
                 &luts[level],
                 usize::from(escapes[level]),
                 &mut exps[level][..n],
             );
-            counts[level + 1] = escape_masks(codes, escapes[level], &mut masks[level]);
+            counts[level + 1] = isa.escape_masks(codes, escapes[level], &mut masks[level]);
         }
         // Bottom-up: the exponent level's values fill the last level's escapes, and so on.
         let (head, tail) = exps.split_at_mut(levels);
@@ -506,13 +523,15 @@ fn read_ranked<const B: usize>(
             } else {
                 &lower[0]
             };
-            expand(
-                &masks[level],
-                &deeper[..counts[level + 1]],
-                &mut upper[level][..counts[level]],
-            );
+            if counts[level + 1] > 0 {
+                isa.expand(
+                    &masks[level],
+                    &deeper[..],
+                    &mut upper[level][..counts[level]],
+                );
+            }
         }
-        merge_store::<B>(
+        isa.merge_store::<B, L>(
             fields,
             &exps[0][..len],
             &residual[..len],
@@ -531,7 +550,8 @@ fn read_ranked<const B: usize>(
 }
 
 #[inline(always)]
-fn read_groups<const B: usize>(
+fn read_groups<const B: usize, L: Lane, I: Isa>(
+    isa: I,
     frame: &[u8],
     fields: &Fields,
     params: &GroupsParams,
@@ -549,7 +569,7 @@ fn read_groups<const B: usize>(
     let mut bits = [0u8; CHUNK];
     for start in (0..groups).step_by(CHUNK) {
         let len = CHUNK.min(groups - start);
-        unpack_range(frame, &layout.planes[0], start, &mut bits[..len]);
+        isa.unpack(frame, &layout.planes[0], start, &mut bits[..len]);
         for (q, &bit) in bits[..len].iter().enumerate() {
             flags.set(start + q, bit != 0);
         }
@@ -559,7 +579,7 @@ fn read_groups<const B: usize>(
     }
     let high_plane = &layout.planes[2];
     let mut next_high = 0;
-    let mut residual = [0u32; CHUNK];
+    let mut residual = [L::default(); CHUNK];
     let mut y = [0u8; CHUNK];
     let mut x = [0u8; CHUNK];
     let mut start = 0;
@@ -567,19 +587,19 @@ fn read_groups<const B: usize>(
         // A chunk stays inside one row of groups, so its groups are consecutive.
         let first_group = start % groups;
         let len = CHUNK.min(elements - start).min(groups - first_group);
-        unpack_range(frame, &layout.residual, start, &mut residual[..len]);
-        unpack_range(frame, &layout.planes[1], start, &mut y[..len]);
+        isa.unpack(frame, &layout.residual, start, &mut residual[..len]);
+        isa.unpack(frame, &layout.planes[1], start, &mut y[..len]);
         let masks = flags.masks(first_group, len);
         let flagged: usize = masks.iter().map(|m| m.count_ones() as usize).sum();
         if flagged > 0 {
             if next_high + flagged > high_plane.count {
                 return Err("flags ask for more high bits than stored");
             }
-            let mut highs = [0u8; CHUNK];
-            unpack_range(frame, high_plane, next_high, &mut highs[..flagged]);
+            let mut highs = [0u8; CHUNK + SLACK];
+            isa.unpack(frame, high_plane, next_high, &mut highs[..flagged]);
             next_high += flagged;
             let mut spread = [0u8; CHUNK];
-            expand(&masks, &highs[..flagged], &mut spread[..len]);
+            isa.expand(&masks, &highs, &mut spread[..len]);
             for (y, &h) in y[..len].iter_mut().zip(&spread[..len]) {
                 *y |= ((u32::from(h) << low) & 0xFF) as u8;
             }
@@ -587,7 +607,7 @@ fn read_groups<const B: usize>(
         for (x, &y) in x[..len].iter_mut().zip(&y[..len]) {
             *x = groups_inverse(u32::from(y), base, width, fields.e) as u8;
         }
-        merge_store::<B>(
+        isa.merge_store::<B, L>(
             fields,
             &x[..len],
             &residual[..len],

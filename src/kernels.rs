@@ -83,9 +83,9 @@ pub fn store<const B: usize>(bytes: &mut [u8], i: usize, u: u32) {
 /// Merges a run of exponents and residuals into elements and stores them little-endian
 /// (`out.len() == B * x.len()`).
 #[inline(always)]
-pub fn merge_store<const B: usize>(fields: &Fields, x: &[u8], r: &[u32], out: &mut [u8]) {
+pub fn merge_store<const B: usize, L: Lane>(fields: &Fields, x: &[u8], r: &[L], out: &mut [u8]) {
     for ((o, &x), &r) in out.chunks_exact_mut(B).zip(x).zip(r) {
-        let u = fields.merge(u32::from(x), r);
+        let u = fields.merge(u32::from(x), r.get());
         o.copy_from_slice(&u.to_le_bytes()[..B]);
     }
 }
@@ -163,7 +163,7 @@ impl Plane {
             .sum()
     }
 
-    fn subs(&self) -> &[SubPlane] {
+    pub(crate) fn subs(&self) -> &[SubPlane] {
         &self.subs[..self.len]
     }
 }
@@ -259,17 +259,26 @@ impl PlaneWriter {
 }
 
 /// Lane types a plane can be unpacked into (the value must fit).
-pub trait Lane: Copy + Default {
+pub trait Lane: bytemuck::Pod + Default {
+    /// Width in bits.
+    const BITS: u32;
     /// ORs a field (already shifted into place) into the lane.
     fn or_field(self, field: u32) -> Self;
+    /// The lane's value.
+    fn get(self) -> u32;
 }
 
 macro_rules! lane {
     ($($t:ty),*) => {$(
         impl Lane for $t {
+            const BITS: u32 = <$t>::BITS;
             #[inline(always)]
             fn or_field(self, field: u32) -> Self {
                 self | field as $t
+            }
+            #[inline(always)]
+            fn get(self) -> u32 {
+                self.into()
             }
         }
     )*};

@@ -27,7 +27,7 @@
 //! # Ok::<(), enec::Error>(())
 //! ```
 #![no_std]
-#![deny(unsafe_code)] // allowed in `dispatch` only, for calling the AVX2-compiled kernels
+#![deny(unsafe_code)] // allowed in `dispatch` and `simd` only: the run-time chosen AVX2 kernels
 #![warn(missing_docs)]
 
 #[cfg(feature = "alloc")]
@@ -43,6 +43,7 @@ pub mod format;
 pub mod frame;
 pub mod io;
 pub mod kernels;
+mod simd;
 mod stream;
 pub mod streaming;
 mod typed;

@@ -1,0 +1,400 @@
+//! Instruction-set variants of the hot block kernels, chosen per frame by [`crate::dispatch`].
+//!
+//! [`Isa`] lists the kernels the frame loops call in their inner steps. Its default methods are
+//! the portable kernels of [`crate::kernels`] (the reference, and what no_std and non-x86 builds
+//! run). [`Avx2`] overrides them with `std::arch` versions of the same functions: byte shuffles
+//! for the symbol lookup and for the escape expansion (a 256-entry table of shuffle patterns and
+//! a popcount per 8 lanes, no `pdep`), whole-register unpacking of the planes, and 16-bit lanes for
+//! the merge of 2-byte elements. Every method computes exactly what its portable twin does;
+//! `tests/dispatch.rs` and the unit tests below compare them.
+#![allow(unsafe_code)]
+
+use crate::kernels::{self, Fields, Lane, Plane, MAX_SYMBOLS};
+
+/// The kernels an instruction set provides. A value of the implementing type is a proof that the
+/// CPU can run them.
+pub(crate) trait Isa: Copy {
+    /// [`kernels::unpack_range`].
+    #[inline(always)]
+    fn unpack<L: Lane>(self, frame: &[u8], plane: &Plane, start: usize, out: &mut [L]) {
+        kernels::unpack_range(frame, plane, start, out)
+    }
+
+    /// [`kernels::lookup`].
+    #[inline(always)]
+    fn lookup(self, codes: &[u8], table: &[u8; MAX_SYMBOLS], symbols: usize, out: &mut [u8]) {
+        kernels::lookup(codes, table, symbols, out)
+    }
+
+    /// [`kernels::escape_masks`].
+    #[inline(always)]
+    fn escape_masks(self, codes: &[u8], escape: u8, masks: &mut [u64]) -> usize {
+        kernels::escape_masks(codes, escape, masks)
+    }
+
+    /// [`kernels::expand`] on bytes. `values` may be longer than the number of set bits (the
+    /// vector version reads 16 bytes at a time where they exist).
+    #[inline(always)]
+    fn expand(self, masks: &[u64], values: &[u8], out: &mut [u8]) -> usize {
+        kernels::expand(masks, values, out)
+    }
+
+    /// [`kernels::merge_store`].
+    #[inline(always)]
+    fn merge_store<const B: usize, L: Lane>(self, fields: &Fields, x: &[u8], r: &[L], out: &mut [u8]) {
+        kernels::merge_store::<B, L>(fields, x, r, out)
+    }
+}
+
+/// The portable kernels, for every target.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Portable;
+
+impl Isa for Portable {}
+
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+pub(crate) use x86::Avx2;
+
+#[cfg(all(feature = "std", target_arch = "x86_64"))]
+mod x86 {
+    use super::*;
+    use core::arch::x86_64::*;
+
+    /// AVX2 (with BMI1/2, LZCNT, POPCNT) kernels; only [`Avx2::detect`] makes one.
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct Avx2(());
+
+    impl Avx2 {
+        /// The token, when this CPU has every feature the kernels are compiled for.
+        pub(crate) fn detect() -> Option<Avx2> {
+            let has = std::is_x86_feature_detected!("avx2")
+                && std::is_x86_feature_detected!("bmi1")
+                && std::is_x86_feature_detected!("bmi2")
+                && std::is_x86_feature_detected!("lzcnt")
+                && std::is_x86_feature_detected!("popcnt");
+            has.then_some(Avx2(()))
+        }
+    }
+
+    // SAFETY (every `unsafe` block in this impl): an `Avx2` value exists only when `detect` found
+    // the CPU features the called functions are compiled for.
+    impl Isa for Avx2 {
+        #[inline(always)]
+        fn unpack<L: Lane>(self, frame: &[u8], plane: &Plane, start: usize, out: &mut [L]) {
+            unsafe { unpack(frame, plane, start, out) }
+        }
+
+        #[inline(always)]
+        fn lookup(self, codes: &[u8], table: &[u8; MAX_SYMBOLS], symbols: usize, out: &mut [u8]) {
+            if symbols <= 16 {
+                // Codes at or past `symbols` read zero, as in the portable version.
+                let mut small = [0u8; MAX_SYMBOLS];
+                small[..symbols].copy_from_slice(&table[..symbols]);
+                unsafe { lookup16(codes, &small, out) }
+            } else {
+                kernels::lookup(codes, table, symbols, out)
+            }
+        }
+
+        #[inline(always)]
+        fn escape_masks(self, codes: &[u8], escape: u8, masks: &mut [u64]) -> usize {
+            unsafe { escape_masks(codes, escape, masks) }
+        }
+
+        #[inline(always)]
+        fn expand(self, masks: &[u64], values: &[u8], out: &mut [u8]) -> usize {
+            unsafe { expand(masks, values, out) }
+        }
+
+        #[inline(always)]
+        fn merge_store<const B: usize, L: Lane>(
+            self,
+            fields: &Fields,
+            x: &[u8],
+            r: &[L],
+            out: &mut [u8],
+        ) {
+            match (B, L::BITS) {
+                (2, 16) => unsafe { merge16(fields, x, bytemuck::cast_slice(r), out) },
+                (4, 32) => unsafe { merge32(fields, x, bytemuck::cast_slice(r), out) },
+                _ => kernels::merge_store::<B, L>(fields, x, r, out),
+            }
+        }
+    }
+
+    /// `N` bytes of `bytes` from `at`, bounds checked, as a pointer for an unaligned load.
+    #[inline(always)]
+    fn window<const N: usize>(bytes: &[u8], at: usize) -> *const u8 {
+        bytes[at..at + N].as_ptr()
+    }
+
+    #[inline(always)]
+    fn window_mut<const N: usize>(bytes: &mut [u8], at: usize) -> *mut u8 {
+        bytes[at..at + N].as_mut_ptr()
+    }
+
+    /// [`kernels::unpack_range`]: each run of words with one bit offset is shifted, masked and
+    /// ORed into the lanes a register at a time (32, 16 or 8 lanes for `u8`, `u16`, `u32`).
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn unpack<L: Lane>(frame: &[u8], plane: &Plane, start: usize, out: &mut [L]) {
+        out.fill(L::default());
+        if out.is_empty() {
+            return;
+        }
+        let out: &mut [u8] = bytemuck::cast_slice_mut(out);
+        let lane_bytes = (L::BITS / 8) as usize;
+        for sub in plane.subs() {
+            let field_mask = (1u32 << sub.bits) - 1;
+            let mask = _mm256_set1_epi16(field_mask as u16 as i16);
+            let place = _mm_cvtsi32_si128(sub.shift as i32);
+            let (mut j, mut bit) = (start % sub.words, (start / sub.words) as u32 * sub.bits);
+            let mut done = 0;
+            let lanes = out.len() / lane_bytes;
+            while done < lanes {
+                let run = (sub.words - j).min(lanes - done);
+                let words = &frame[sub.offset + 2 * j..sub.offset + 2 * (j + run)];
+                let dst = &mut out[lane_bytes * done..lane_bytes * (done + run)];
+                let take = _mm_cvtsi32_si128(bit as i32);
+                let fields16 = |q: usize| fields16(words, q, take, mask);
+                let mut q = 0;
+                match L::BITS {
+                    8 => {
+                        while q + 32 <= run {
+                            let v = _mm256_packus_epi16(fields16(q), fields16(q + 16));
+                            let v = _mm256_permute4x64_epi64::<0xD8>(v);
+                            // Byte lanes: shift in 16 bits, then drop what crossed the byte.
+                            let v = _mm256_and_si256(
+                                _mm256_sll_epi16(v, place),
+                                _mm256_set1_epi8((0xFFu32 << sub.shift) as u8 as i8),
+                            );
+                            let o = window_mut::<32>(dst, q).cast::<__m256i>();
+                            _mm256_storeu_si256(o, _mm256_or_si256(_mm256_loadu_si256(o), v));
+                            q += 32;
+                        }
+                    }
+                    16 => {
+                        while q + 16 <= run {
+                            let v = _mm256_sll_epi16(fields16(q), place);
+                            let o = window_mut::<32>(dst, 2 * q).cast::<__m256i>();
+                            _mm256_storeu_si256(o, _mm256_or_si256(_mm256_loadu_si256(o), v));
+                            q += 16;
+                        }
+                    }
+                    _ => {
+                        let mask32 = _mm256_set1_epi32(field_mask as i32);
+                        while q + 8 <= run {
+                            let w = _mm_loadu_si128(window::<16>(words, 2 * q).cast());
+                            let w = _mm256_cvtepu16_epi32(w);
+                            let v = _mm256_and_si256(_mm256_srl_epi32(w, take), mask32);
+                            let v = _mm256_sll_epi32(v, place);
+                            let o = window_mut::<32>(dst, 4 * q).cast::<__m256i>();
+                            _mm256_storeu_si256(o, _mm256_or_si256(_mm256_loadu_si256(o), v));
+                            q += 8;
+                        }
+                    }
+                }
+                // The last few lanes of the run, one at a time.
+                for q in q..run {
+                    let w = u32::from(u16::from_le_bytes([words[2 * q], words[2 * q + 1]]));
+                    let field = ((w >> bit) & field_mask) << sub.shift;
+                    let lane = &mut dst[lane_bytes * q..lane_bytes * (q + 1)];
+                    for (b, f) in lane.iter_mut().zip(field.to_le_bytes()) {
+                        *b |= f;
+                    }
+                }
+                done += run;
+                j = 0;
+                bit += sub.bits;
+            }
+        }
+    }
+
+    /// The fields of words `q..q + 16`, in 16-bit lanes.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn fields16(words: &[u8], q: usize, take: __m128i, mask: __m256i) -> __m256i {
+        let w = _mm256_loadu_si256(window::<32>(words, 2 * q).cast());
+        _mm256_and_si256(_mm256_srl_epi16(w, take), mask)
+    }
+
+    /// [`kernels::lookup`] for tables of at most 16 symbols: one byte shuffle per 32 codes.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn lookup16(codes: &[u8], table: &[u8; MAX_SYMBOLS], out: &mut [u8]) {
+        // Codes are below 16, so each selects a byte of the table's first 16.
+        let lut = _mm256_broadcastsi128_si256(_mm_loadu_si128(window::<16>(table, 0).cast()));
+        let n = codes.len().min(out.len());
+        let mut q = 0;
+        while q + 32 <= n {
+            let c = _mm256_loadu_si256(window::<32>(codes, q).cast());
+            _mm256_storeu_si256(window_mut::<32>(out, q).cast(), _mm256_shuffle_epi8(lut, c));
+            q += 32;
+        }
+        for q in q..n {
+            out[q] = table[usize::from(codes[q] & 15)];
+        }
+    }
+
+    /// [`kernels::escape_masks`]: one compare and one movemask per 32 codes.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn escape_masks(codes: &[u8], escape: u8, masks: &mut [u64]) -> usize {
+        masks.fill(0);
+        let splat = _mm256_set1_epi8(escape as i8);
+        let mut total = 0;
+        for (q, chunk) in codes.chunks(32).enumerate() {
+            let bits = if chunk.len() == 32 {
+                let c = _mm256_loadu_si256(window::<32>(chunk, 0).cast());
+                _mm256_movemask_epi8(_mm256_cmpeq_epi8(c, splat)) as u32 as u64
+            } else {
+                chunk
+                    .iter()
+                    .enumerate()
+                    .fold(0u64, |m, (i, &c)| m | (u64::from(c == escape) << i))
+            };
+            masks[q / 2] |= bits << (32 * (q % 2));
+            total += bits.count_ones() as usize;
+        }
+        total
+    }
+
+    /// Shuffle patterns of the expansion: byte `q` of `EXPAND[m]` is the number of set bits of
+    /// `m` below bit `q` when bit `q` is set (which value lands there), else 0x80 (none).
+    static EXPAND: [u64; 256] = {
+        let mut table = [0u64; 256];
+        let mut m = 0;
+        while m < 256 {
+            let (mut q, mut k, mut pattern) = (0, 0u64, 0u64);
+            while q < 8 {
+                let byte = if m >> q & 1 != 0 {
+                    k += 1;
+                    k - 1
+                } else {
+                    0x80
+                };
+                pattern |= byte << (8 * q);
+                q += 1;
+            }
+            table[m] = pattern;
+            m += 1;
+        }
+        table
+    };
+
+    /// [`kernels::expand`] on bytes, 16 lanes per step: the two 8-bit halves of the mask pick
+    /// their shuffle patterns, the upper one offset by the lower one's popcount, and one byte
+    /// shuffle of the next 16 values places them; a blend keeps the lanes without a set bit.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn expand(masks: &[u64], values: &[u8], out: &mut [u8]) -> usize {
+        let mut k = 0;
+        let mut q = 0;
+        let n = out.len();
+        while q < n {
+            let bits = (masks[q / 64] >> (q % 64)) as u16;
+            let (lo, hi) = (usize::from(bits as u8), usize::from(bits >> 8));
+            let count_lo = (lo as u32).count_ones() as usize;
+            let count = bits.count_ones() as usize;
+            if bits == 0 {
+                // Nothing to place in these lanes.
+            } else if q + 16 <= n && k + 16 <= values.len() {
+                let offset = 0x0101_0101_0101_0101u64 * count_lo as u64;
+                let pattern = _mm_set_epi64x(
+                    EXPAND[hi].wrapping_add(offset) as i64,
+                    EXPAND[lo] as i64,
+                );
+                let v = _mm_loadu_si128(window::<16>(values, k).cast());
+                let o = window_mut::<16>(out, q).cast::<__m128i>();
+                let placed = _mm_shuffle_epi8(v, pattern);
+                // Unset lanes have the pattern's top bit set: keep the old byte there.
+                _mm_storeu_si128(o, _mm_blendv_epi8(placed, _mm_loadu_si128(o), pattern));
+            } else {
+                let mut m = u32::from(bits);
+                let mut j = k;
+                while m != 0 {
+                    let lane = q + m.trailing_zeros() as usize;
+                    if lane < n {
+                        out[lane] = values[j];
+                    }
+                    j += 1;
+                    m &= m - 1;
+                }
+            }
+            k += count;
+            q += 16;
+        }
+        k
+    }
+
+    /// Per-frame constants of the merge, as shift counts.
+    struct MergeShifts {
+        sign: __m128i,
+        exponent: __m128i,
+        mantissa: __m128i,
+        live_mask: u32,
+    }
+
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn merge_shifts(fields: &Fields) -> (MergeShifts, __m128i) {
+        let live = fields.m - fields.k;
+        (
+            MergeShifts {
+                sign: _mm_cvtsi32_si128((fields.e + fields.m) as i32),
+                exponent: _mm_cvtsi32_si128(fields.m as i32),
+                mantissa: _mm_cvtsi32_si128(fields.k as i32),
+                live_mask: (1 << live) - 1,
+            },
+            _mm_cvtsi32_si128(live as i32),
+        )
+    }
+
+    /// [`kernels::merge_store`] for 2-byte elements: 16 elements per step in 16-bit lanes.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn merge16(fields: &Fields, x: &[u8], r: &[u16], out: &mut [u8]) {
+        let (s, live) = merge_shifts(fields);
+        let live_mask = _mm256_set1_epi16(s.live_mask as u16 as i16);
+        let n = x.len().min(r.len()).min(out.len() / 2);
+        let rb: &[u8] = bytemuck::cast_slice(r);
+        let mut q = 0;
+        while q + 16 <= n {
+            let xv = _mm256_cvtepu8_epi16(_mm_loadu_si128(window::<16>(x, q).cast()));
+            let rv = _mm256_loadu_si256(window::<32>(rb, 2 * q).cast());
+            let sign = _mm256_sll_epi16(_mm256_srl_epi16(rv, live), s.sign);
+            let mant = _mm256_sll_epi16(_mm256_and_si256(rv, live_mask), s.mantissa);
+            let u = _mm256_or_si256(
+                _mm256_or_si256(sign, mant),
+                _mm256_sll_epi16(xv, s.exponent),
+            );
+            _mm256_storeu_si256(window_mut::<32>(out, 2 * q).cast(), u);
+            q += 16;
+        }
+        kernels::merge_store::<2, u16>(fields, &x[q..n], &r[q..n], &mut out[2 * q..2 * n]);
+    }
+
+    /// [`kernels::merge_store`] for 4-byte elements: 8 elements per step in 32-bit lanes.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn merge32(fields: &Fields, x: &[u8], r: &[u32], out: &mut [u8]) {
+        let (s, live) = merge_shifts(fields);
+        let live_mask = _mm256_set1_epi32(s.live_mask as i32);
+        let n = x.len().min(r.len()).min(out.len() / 4);
+        let rb: &[u8] = bytemuck::cast_slice(r);
+        let mut q = 0;
+        while q + 8 <= n {
+            let xv = _mm256_cvtepu8_epi32(_mm_loadl_epi64(window::<8>(x, q).cast()));
+            let rv = _mm256_loadu_si256(window::<32>(rb, 4 * q).cast());
+            let sign = _mm256_sll_epi32(_mm256_srl_epi32(rv, live), s.sign);
+            let mant = _mm256_sll_epi32(_mm256_and_si256(rv, live_mask), s.mantissa);
+            let u = _mm256_or_si256(
+                _mm256_or_si256(sign, mant),
+                _mm256_sll_epi32(xv, s.exponent),
+            );
+            _mm256_storeu_si256(window_mut::<32>(out, 4 * q).cast(), u);
+            q += 8;
+        }
+        kernels::merge_store::<4, u32>(fields, &x[q..n], &r[q..n], &mut out[4 * q..4 * n]);
+    }
+}
