@@ -11,7 +11,7 @@ use crate::format::{
 };
 use crate::kernels::{
     choose_ranked, group_flagged, group_range, groups_forward, groups_inverse, groups_unflagged,
-    groups_width, load, pack_plane, ranked_code, Fields, FrameStats, Lane, PlaneWriter, Ranking,
+    groups_width, load, pack_plane, Fields, FrameStats, Lane, PlaneWriter, Ranking,
     GROUPS_BASES, MAX_LEVELS, MAX_SYMBOLS,
 };
 use crate::simd::Isa;
@@ -135,7 +135,11 @@ fn encode_elements<const B: usize, I: Isa>(
             out[FRAME_HEADER_BYTES..FRAME_HEADER_BYTES + input.len()].copy_from_slice(input)
         }
         FrameParams::Ranked(r) => {
-            write_ranked::<B, I>(isa, input, elements, &fields, &r, &ranking, &layout, out)
+            if B == 2 {
+                write_ranked::<B, u16, I>(isa, input, elements, &fields, &r, &ranking, &layout, out)
+            } else {
+                write_ranked::<B, u32, I>(isa, input, elements, &fields, &r, &ranking, &layout, out)
+            }
         }
         FrameParams::Groups(g) => write_groups::<B>(input, elements, &fields, &g, &layout, out),
     }
@@ -214,9 +218,12 @@ fn choose_groups_params<const B: usize>(
     best
 }
 
+/// The decoder's steps in reverse, a chunk of elements at a time: split the elements, pack the
+/// residuals, then per level turn the exponents that reach it into codes, pack them after the
+/// level's earlier entries, and pass the escaped ones (compacted, in element order) down.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn write_ranked<const B: usize, I: Isa>(
+fn write_ranked<const B: usize, L: Lane, I: Isa>(
     isa: I,
     input: &[u8],
     elements: usize,
@@ -230,42 +237,46 @@ fn write_ranked<const B: usize, I: Isa>(
     let starts = params.rank_starts();
     let (table_at, table_len) = layout.table;
     out[table_at..table_at + table_len].copy_from_slice(&ranking.order[..table_len]);
-    pack_plane(out, &layout.residual, |i| {
-        fields.split(load::<B>(input, i)).1
-    });
-    let rank_of =
-        |i: usize| usize::from(ranking.rank[fields.split(load::<B>(input, i)).0 as usize]);
-    let escape1 = (1usize << params.widths[0]) - 1;
-    pack_plane(out, &layout.planes[0], |i| rank_of(i).min(escape1) as u32);
-    // Levels 2.. hold only the escaped elements, compacted, in element order. The level-1 plane
-    // just written says which they are (the decoder's escape scan, run on the encoder's output).
-    let mut planes = layout.planes.map(PlaneWriter::new);
+    let mut residual = [L::default(); CHUNK];
+    // Per level: the exponents that reach it; the codes of the current level; which escaped.
+    let mut xs = [[0u8; CHUNK + SLACK]; MAX_LEVELS + 1];
     let mut codes = [0u8; CHUNK];
     let mut masks = [0u64; CHUNK / 64];
+    // Next free entry of each plane.
+    let mut next = [0usize; MAX_LEVELS + 1];
     for start in (0..elements).step_by(CHUNK) {
         let len = CHUNK.min(elements - start);
-        isa.unpack(out, &layout.planes[0], start, &mut codes[..len]);
-        if isa.escape_masks(&codes[..len], escape1 as u8, &mut masks) == 0 {
-            continue;
-        }
-        for (block, &mask) in masks.iter().enumerate() {
-            let mut m = mask;
-            while m != 0 {
-                let i = start + 64 * block + m.trailing_zeros() as usize;
-                m &= m - 1;
-                let (x, _) = fields.split(load::<B>(input, i));
-                let rank = usize::from(ranking.rank[x as usize]);
-                for (level, plane) in planes[..levels].iter_mut().enumerate().skip(1) {
-                    if let Some(code) = ranked_code(rank, level, &starts, &params.widths) {
-                        plane.push(out, code);
-                    }
-                }
-                if rank >= starts[levels] {
-                    planes[levels].push(out, x);
-                }
+        isa.split_load::<B, L>(
+            fields,
+            &input[B * start..B * (start + len)],
+            &mut xs[0][..len],
+            &mut residual[..len],
+        );
+        isa.pack(out, &layout.residual, start, &residual[..len]);
+        let mut n = len;
+        for level in 0..=levels {
+            let plane = &layout.planes[level];
+            if level == levels {
+                // The last level stores the exponents themselves.
+                isa.pack(out, plane, next[level], &xs[level][..n]);
+                next[level] += n;
+                break;
             }
+            let escape = (1usize << params.widths[level]) - 1;
+            let symbols = &ranking.order[starts[level]..starts[level] + escape];
+            isa.rank_codes(&xs[level][..n], symbols, &mut codes[..n]);
+            isa.pack(out, plane, next[level], &codes[..n]);
+            next[level] += n;
+            let escaped = isa.escape_masks(&codes[..n], escape as u8, &mut masks);
+            if escaped == 0 {
+                break;
+            }
+            let (upper, lower) = xs.split_at_mut(level + 1);
+            isa.compress(&masks, &upper[level][..n], &mut lower[0]);
+            n = escaped;
         }
     }
+    debug_assert!((0..=levels).all(|j| next[j] == layout.planes[j].count));
 }
 
 #[inline(always)]

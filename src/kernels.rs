@@ -266,6 +266,8 @@ pub trait Lane: bytemuck::Pod + Default {
     fn or_field(self, field: u32) -> Self;
     /// The lane's value.
     fn get(self) -> u32;
+    /// A lane holding the low bits of `v`.
+    fn truncate(v: u32) -> Self;
 }
 
 macro_rules! lane {
@@ -279,6 +281,10 @@ macro_rules! lane {
             #[inline(always)]
             fn get(self) -> u32 {
                 self.into()
+            }
+            #[inline(always)]
+            fn truncate(v: u32) -> Self {
+                v as $t
             }
         }
     )*};
@@ -309,6 +315,48 @@ pub fn unpack_range<L: Lane>(frame: &[u8], plane: &Plane, start: usize, out: &mu
             j = 0;
             bit += sub.bits;
         }
+    }
+}
+
+/// The inverse of [`unpack_range`]: ORs values `start..start + values.len()` into a plane whose
+/// bytes there are zero (contiguous words, one constant shift per run, like the decoder's loop).
+#[inline(always)]
+pub fn pack_range<L: Lane>(frame: &mut [u8], plane: &Plane, start: usize, values: &[L]) {
+    if values.is_empty() {
+        return;
+    }
+    for sub in plane.subs() {
+        let mask = (1u32 << sub.bits) - 1;
+        let (mut j, mut bit) = (start % sub.words, (start / sub.words) as u32 * sub.bits);
+        let mut done = 0;
+        while done < values.len() {
+            let run = (sub.words - j).min(values.len() - done);
+            let words = &mut frame[sub.offset + 2 * j..sub.offset + 2 * (j + run)];
+            for (w, v) in words.chunks_exact_mut(2).zip(&values[done..done + run]) {
+                let field = ((v.get() >> sub.shift) & mask) << bit;
+                let old = u16::from_le_bytes([w[0], w[1]]);
+                w.copy_from_slice(&(old | field as u16).to_le_bytes());
+            }
+            done += run;
+            j = 0;
+            bit += sub.bits;
+        }
+    }
+}
+
+/// Splits a run of little-endian `B`-byte elements (`input.len() == B * x.len()`) into their
+/// exponents and residuals.
+#[inline(always)]
+pub fn split_load<const B: usize, L: Lane>(fields: &Fields, input: &[u8], x: &mut [u8], r: &mut [L]) {
+    for ((e, x), r) in input.chunks_exact(B).zip(x.iter_mut()).zip(r.iter_mut()) {
+        let u = if B == 2 {
+            u32::from(u16::from_le_bytes([e[0], e[1]]))
+        } else {
+            u32::from_le_bytes([e[0], e[1], e[2], e[3]])
+        };
+        let (xe, re) = fields.split(u);
+        *x = xe as u8;
+        *r = L::truncate(re);
     }
 }
 
@@ -384,6 +432,46 @@ pub fn expand<T: Copy>(masks: &[u64], values: &[T], out: &mut [T]) -> usize {
         }
     }
     k
+}
+
+/// The inverse of [`expand`]: the values at the set bits of `masks`, in element order, go to
+/// the front of `out`. Returns how many.
+#[inline(always)]
+pub fn compress<T: Copy>(masks: &[u64], values: &[T], out: &mut [T]) -> usize {
+    let mut k = 0;
+    for (b, &mask) in masks.iter().enumerate() {
+        let mut m = mask;
+        while m != 0 {
+            out[k] = values[64 * b + m.trailing_zeros() as usize];
+            k += 1;
+            m &= m - 1;
+        }
+    }
+    k
+}
+
+/// The encoder's side of [`lookup`]: `out[q]` is the position of `x[q]` in `symbols` (distinct
+/// exponents), or `symbols.len()` (the escape code) when it is not there. Up to 16 symbols as
+/// compares and selects, which vectorize; more through a 256-entry table.
+#[inline(always)]
+pub fn rank_codes(x: &[u8], symbols: &[u8], out: &mut [u8]) {
+    let escape = symbols.len() as u8;
+    if symbols.len() <= 16 {
+        out.fill(escape);
+        for (s, &symbol) in (0u8..).zip(symbols) {
+            for (o, &v) in out.iter_mut().zip(x) {
+                *o = if v == symbol { s } else { *o };
+            }
+        }
+    } else {
+        let mut code = [escape; MAX_SYMBOLS];
+        for (s, &symbol) in (0u8..).zip(symbols) {
+            code[usize::from(symbol)] = s;
+        }
+        for (o, &v) in out.iter_mut().zip(x) {
+            *o = code[usize::from(v)];
+        }
+    }
 }
 
 /// Reads the values of one plane in order, one at a time (for the compacted escape planes).
@@ -554,6 +642,10 @@ impl Ranking {
 /// The ranked parameters that minimise `size(levels, widths, counts)` over `L = 1..=3` and
 /// widths in `1..=E` (lexicographic order, first minimum wins; FORMAT.md 7.2). Returns the
 /// widths, the counts `c2..c4` and the size.
+///
+/// A tuple is skipped, without changing the result, when a prefix of it already costs at least
+/// the best size so far: the size of the prefix with an empty last plane is a floor of every
+/// tuple that starts with it (its table and planes are a subset of theirs).
 pub fn choose_ranked(
     ranking: &Ranking,
     elements: usize,
@@ -561,15 +653,19 @@ pub fn choose_ranked(
     mut size: impl FnMut(u8, [u8; MAX_LEVELS], [u32; MAX_LEVELS]) -> usize,
 ) -> (u8, [u8; MAX_LEVELS], [u32; MAX_LEVELS], usize) {
     let alphabet = 1usize << e;
+    let e = e as usize;
     let mut best = (0u8, [0u8; MAX_LEVELS], [0u32; MAX_LEVELS], usize::MAX);
+    // Floors of the prefixes (w1) and (w1, w2), computed when first needed.
+    let mut floors1 = [None; 8];
+    let mut floors2 = [[None; 8]; 8];
     for levels in 1..=MAX_LEVELS {
         // Width tuples in lexicographic order: the digits of `index` in base E, plus one.
-        for index in 0..(e as usize).pow(levels as u32) {
+        for index in 0..e.pow(levels as u32) {
             let mut widths = [0u8; MAX_LEVELS];
             let mut rest = index;
             for j in (0..levels).rev() {
-                widths[j] = (rest % e as usize) as u8 + 1;
-                rest /= e as usize;
+                widths[j] = (rest % e) as u8 + 1;
+                rest /= e;
             }
             // counts c(j+1) for j = 1..=L: elements whose rank is at least S_j.
             let mut counts = [0u32; MAX_LEVELS];
@@ -580,6 +676,20 @@ pub fn choose_ranked(
             }
             if start > alphabet {
                 continue;
+            }
+            let (w1, w2) = (usize::from(widths[0]) - 1, usize::from(widths[1]).max(1) - 1);
+            if levels > 1 {
+                let floor1 = *floors1[w1].get_or_insert_with(|| size(1, widths, [0; MAX_LEVELS]));
+                if floor1 >= best.3 {
+                    continue;
+                }
+            }
+            if levels > 2 {
+                let floor2 = *floors2[w1][w2]
+                    .get_or_insert_with(|| size(2, widths, [counts[0], 0, 0]));
+                if floor2 >= best.3 {
+                    continue;
+                }
             }
             let s = size(levels as u8, widths, counts);
             if s < best.3 {

@@ -20,6 +20,37 @@ pub(crate) trait Isa: Copy {
         kernels::unpack_range(frame, plane, start, out)
     }
 
+    /// [`kernels::pack_range`].
+    #[inline(always)]
+    fn pack<L: Lane>(self, frame: &mut [u8], plane: &Plane, start: usize, values: &[L]) {
+        kernels::pack_range(frame, plane, start, values)
+    }
+
+    /// [`kernels::split_load`].
+    #[inline(always)]
+    fn split_load<const B: usize, L: Lane>(
+        self,
+        fields: &Fields,
+        input: &[u8],
+        x: &mut [u8],
+        r: &mut [L],
+    ) {
+        kernels::split_load::<B, L>(fields, input, x, r)
+    }
+
+    /// [`kernels::rank_codes`].
+    #[inline(always)]
+    fn rank_codes(self, x: &[u8], symbols: &[u8], out: &mut [u8]) {
+        kernels::rank_codes(x, symbols, out)
+    }
+
+    /// [`kernels::compress`] on bytes. `out` may be longer than the number of set bits (the
+    /// vector version writes 8 bytes at a time where they fit).
+    #[inline(always)]
+    fn compress(self, masks: &[u64], values: &[u8], out: &mut [u8]) -> usize {
+        kernels::compress(masks, values, out)
+    }
+
     /// [`kernels::lookup`].
     #[inline(always)]
     fn lookup(self, codes: &[u8], table: &[u8; MAX_SYMBOLS], symbols: usize, out: &mut [u8]) {
@@ -82,6 +113,16 @@ mod x86 {
         #[inline(always)]
         fn unpack<L: Lane>(self, frame: &[u8], plane: &Plane, start: usize, out: &mut [L]) {
             unsafe { unpack(frame, plane, start, out) }
+        }
+
+        #[inline(always)]
+        fn pack<L: Lane>(self, frame: &mut [u8], plane: &Plane, start: usize, values: &[L]) {
+            unsafe { pack(frame, plane, start, values) }
+        }
+
+        #[inline(always)]
+        fn compress(self, masks: &[u64], values: &[u8], out: &mut [u8]) -> usize {
+            unsafe { compress(masks, values, out) }
         }
 
         #[inline(always)]
@@ -156,12 +197,14 @@ mod x86 {
                 let words = &frame[sub.offset + 2 * j..sub.offset + 2 * (j + run)];
                 let dst = &mut out[lane_bytes * done..lane_bytes * (done + run)];
                 let take = _mm_cvtsi32_si128(bit as i32);
-                let fields16 = |q: usize| fields16(words, q, take, mask);
                 let mut q = 0;
                 match L::BITS {
                     8 => {
                         while q + 32 <= run {
-                            let v = _mm256_packus_epi16(fields16(q), fields16(q + 16));
+                            let v = _mm256_packus_epi16(
+                                fields16(words, q, take, mask),
+                                fields16(words, q + 16, take, mask),
+                            );
                             let v = _mm256_permute4x64_epi64::<0xD8>(v);
                             // Byte lanes: shift in 16 bits, then drop what crossed the byte.
                             let v = _mm256_and_si256(
@@ -175,7 +218,7 @@ mod x86 {
                     }
                     16 => {
                         while q + 16 <= run {
-                            let v = _mm256_sll_epi16(fields16(q), place);
+                            let v = _mm256_sll_epi16(fields16(words, q, take, mask), place);
                             let o = window_mut::<32>(dst, 2 * q).cast::<__m256i>();
                             _mm256_storeu_si256(o, _mm256_or_si256(_mm256_loadu_si256(o), v));
                             q += 16;
@@ -208,6 +251,140 @@ mod x86 {
                 bit += sub.bits;
             }
         }
+    }
+
+    /// [`kernels::pack_range`]: the mirror of [`unpack`], a register of values at a time.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn pack<L: Lane>(frame: &mut [u8], plane: &Plane, start: usize, values: &[L]) {
+        if values.is_empty() {
+            return;
+        }
+        let lanes = values.len();
+        let values: &[u8] = bytemuck::cast_slice(values);
+        let lane_bytes = (L::BITS / 8) as usize;
+        for sub in plane.subs() {
+            let field_mask = (1u32 << sub.bits) - 1;
+            let take = _mm_cvtsi32_si128(sub.shift as i32);
+            let (mut j, mut bit) = (start % sub.words, (start / sub.words) as u32 * sub.bits);
+            let mut done = 0;
+            while done < lanes {
+                let run = (sub.words - j).min(lanes - done);
+                let words = &mut frame[sub.offset + 2 * j..sub.offset + 2 * (j + run)];
+                let src = &values[lane_bytes * done..lane_bytes * (done + run)];
+                let place = _mm_cvtsi32_si128(bit as i32);
+                let mut q = 0;
+                match L::BITS {
+                    8 => {
+                        while q + 16 <= run {
+                            let v = _mm_loadu_si128(window::<16>(src, q).cast());
+                            or_words(words, q, _mm256_cvtepu8_epi16(v), take, place, field_mask);
+                            q += 16;
+                        }
+                    }
+                    16 => {
+                        while q + 16 <= run {
+                            let v = _mm256_loadu_si256(window::<32>(src, 2 * q).cast());
+                            or_words(words, q, v, take, place, field_mask);
+                            q += 16;
+                        }
+                    }
+                    _ => {
+                        let mask32 = _mm256_set1_epi32(field_mask as i32);
+                        while q + 16 <= run {
+                            // Fields first (so they fit 16 bits), then narrowed in order.
+                            let a = _mm256_loadu_si256(window::<32>(src, 4 * q).cast());
+                            let b = _mm256_loadu_si256(window::<32>(src, 4 * q + 32).cast());
+                            let a = _mm256_and_si256(_mm256_srl_epi32(a, take), mask32);
+                            let b = _mm256_and_si256(_mm256_srl_epi32(b, take), mask32);
+                            let v = _mm256_permute4x64_epi64::<0xD8>(_mm256_packus_epi32(a, b));
+                            // Already taken: shift by zero.
+                            or_words(words, q, v, _mm_setzero_si128(), place, field_mask);
+                            q += 16;
+                        }
+                    }
+                }
+                for q in q..run {
+                    let mut lane = [0u8; 4];
+                    lane[..lane_bytes].copy_from_slice(&src[lane_bytes * q..lane_bytes * (q + 1)]);
+                    let field = ((u32::from_le_bytes(lane) >> sub.shift) & field_mask) << bit;
+                    let w = u16::from_le_bytes([words[2 * q], words[2 * q + 1]]) | field as u16;
+                    words[2 * q..2 * q + 2].copy_from_slice(&w.to_le_bytes());
+                }
+                done += run;
+                j = 0;
+                bit += sub.bits;
+            }
+        }
+    }
+
+    /// ORs the fields of 16 values (16-bit lanes; shifted right by `take`, masked, shifted left
+    /// by `place`) into words `q..q + 16`.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn or_words(
+        words: &mut [u8],
+        q: usize,
+        v: __m256i,
+        take: __m128i,
+        place: __m128i,
+        field_mask: u32,
+    ) {
+        let mask = _mm256_set1_epi16(field_mask as u16 as i16);
+        let field = _mm256_sll_epi16(_mm256_and_si256(_mm256_srl_epi16(v, take), mask), place);
+        let o = window_mut::<32>(words, 2 * q).cast::<__m256i>();
+        _mm256_storeu_si256(o, _mm256_or_si256(_mm256_loadu_si256(o), field));
+    }
+
+    /// Shuffle patterns of the compression: the first bytes of `COMPRESS[m]` are the positions
+    /// of the set bits of `m`, ascending.
+    static COMPRESS: [u64; 256] = {
+        let mut table = [0u64; 256];
+        let mut m = 0;
+        while m < 256 {
+            let (mut q, mut k, mut pattern) = (0u64, 0, 0u64);
+            while q < 8 {
+                if m >> q & 1 != 0 {
+                    pattern |= q << (8 * k);
+                    k += 1;
+                }
+                q += 1;
+            }
+            table[m] = pattern;
+            m += 1;
+        }
+        table
+    };
+
+    /// [`kernels::compress`] on bytes, 8 lanes per step: one byte shuffle moves the selected
+    /// values to the front and one 8-byte store appends them.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn compress(masks: &[u64], values: &[u8], out: &mut [u8]) -> usize {
+        let mut k = 0;
+        let n = values.len();
+        let mut q = 0;
+        while q < n {
+            let bits = (masks[q / 64] >> (q % 64)) as u8;
+            if bits == 0 {
+                // Nothing selected here.
+            } else if q + 8 <= n && k + 8 <= out.len() {
+                let v = _mm_loadl_epi64(window::<8>(values, q).cast());
+                let picked = _mm_shuffle_epi8(v, _mm_cvtsi64_si128(COMPRESS[usize::from(bits)] as i64));
+                _mm_storel_epi64(window_mut::<8>(out, k).cast(), picked);
+            } else {
+                let mut m = bits;
+                let mut j = k;
+                while m != 0 {
+                    out[j] = values[q + m.trailing_zeros() as usize];
+                    j += 1;
+                    m &= m - 1;
+                }
+            }
+            k += bits.count_ones() as usize;
+            q += 8;
+        }
+        k
     }
 
     /// The fields of words `q..q + 16`, in 16-bit lanes.
