@@ -10,7 +10,7 @@ use crate::format::{
     FRAME_HEADER_BYTES, GROUP_LEN, MAX_FRAME_LEN,
 };
 use crate::kernels::{
-    choose_ranked, group_flagged, group_range, groups_forward, groups_inverse, groups_unflagged,
+    choose_ranked, group_flagged, groups_forward, groups_inverse, GroupRanges,
     groups_width, load, pack_plane, Fields, FrameStats, Lane, PlaneWriter, Ranking,
     GROUPS_BASES, MAX_LEVELS, MAX_SYMBOLS,
 };
@@ -191,8 +191,8 @@ fn choose_groups_params<const B: usize>(
     let last = hi.min(mode + 8);
     let candidates = (last - first + 1) as usize;
     debug_assert!(candidates <= GROUPS_BASES);
-    let unflagged =
-        groups_unflagged::<B>(input, elements, &Fields::new(dtype, 0), first, candidates);
+    let unflagged = GroupRanges::gather::<B>(input, elements, &Fields::new(dtype, 0))
+        .unflagged(first, candidates);
     let mut best = (FrameParams::Stored, usize::MAX);
     for (c, row) in unflagged.iter().enumerate().take(candidates) {
         let base = first + c as u32;
@@ -296,8 +296,9 @@ fn write_groups<const B: usize>(
     );
     let mut flags = FlagSet::new();
     let mut flag_plane = PlaneWriter::new(layout.planes[0]);
+    let ranges = GroupRanges::gather::<B>(input, elements, fields);
     for t in 0..groups {
-        let (gmin, gmax) = group_range::<B>(input, elements, groups, t, fields);
+        let (gmin, gmax) = (ranges.min[t].into(), ranges.max[t].into());
         let flagged = low < width && group_flagged(gmin, gmax, base, low);
         flags.set(t, flagged);
         flag_plane.push(out, flagged.into());

@@ -8,7 +8,7 @@
 //!
 //! Nothing here allocates; scratch is a few fixed arrays on the stack (the largest is 256 `u32`).
 
-use crate::format::{pad32, Dtype};
+use crate::format::{pad32, Dtype, GROUP_LEN, MAX_FRAME_LEN};
 
 /// Most escape levels of the `ranked` coding.
 pub const MAX_LEVELS: usize = 3;
@@ -549,19 +549,36 @@ impl FrameStats {
     #[inline(always)]
     pub fn gather<const B: usize>(frame: &[u8], elements: usize, dtype: Dtype) -> FrameStats {
         let fields = Fields::new(dtype, 0);
-        let mut stats = FrameStats {
-            histogram: [0; MAX_SYMBOLS],
-            mantissa_or: 0,
-            elements,
-        };
-        for i in 0..elements {
-            let u = load::<B>(frame, i);
-            let (x, _) = fields.split(u);
-            stats.histogram[x as usize] += 1;
-            stats.mantissa_or |= u;
+        // Four histograms, element i counted in `parts[i % 4]`: runs of one exponent (the mode
+        // is a third of a frame) would otherwise wait on the previous increment of the same
+        // counter.
+        let mut parts = [[0u32; MAX_SYMBOLS]; 4];
+        let mut mantissa_or = 0;
+        let input = &frame[..B * elements];
+        let mut fours = input.chunks_exact(4 * B);
+        for four in &mut fours {
+            for (part, e) in parts.iter_mut().zip(four.chunks_exact(B)) {
+                let u = load::<B>(e, 0);
+                part[fields.split(u).0 as usize] += 1;
+                mantissa_or |= u;
+            }
         }
-        stats.mantissa_or &= (1 << fields.m) - 1;
-        stats
+        for e in fours.remainder().chunks_exact(B) {
+            let u = load::<B>(e, 0);
+            parts[0][fields.split(u).0 as usize] += 1;
+            mantissa_or |= u;
+        }
+        let mut histogram = parts[0];
+        for part in &parts[1..] {
+            for (h, &c) in histogram.iter_mut().zip(part) {
+                *h += c;
+            }
+        }
+        FrameStats {
+            histogram,
+            mantissa_or: mantissa_or & ((1 << fields.m) - 1),
+            elements,
+        }
     }
 
     /// Dead low mantissa bits: trailing zeros of the mantissa OR, at most `M`.
@@ -607,12 +624,21 @@ pub struct Ranking {
 impl Ranking {
     /// Ranks the `alphabet` exponent values by their counts in `histogram`.
     pub fn new(histogram: &[u32; MAX_SYMBOLS], alphabet: usize) -> Ranking {
+        // The values present first (ascending), then the absent ones (ascending): the absent
+        // are already in their final order, so only the present ones need sorting.
         let mut order = [0u8; MAX_SYMBOLS];
-        for (x, o) in order.iter_mut().enumerate() {
+        let present = histogram[..alphabet].iter().filter(|&&c| c > 0).count();
+        let (mut p, mut a) = (0, present);
+        for (x, &c) in histogram[..alphabet].iter().enumerate() {
+            let slot = if c > 0 { &mut p } else { &mut a };
+            order[*slot] = x as u8;
+            *slot += 1;
+        }
+        for (x, o) in order.iter_mut().enumerate().skip(alphabet) {
             *o = x as u8;
         }
-        // Insertion sort: stable, so ties keep ascending value order; at most 256 entries.
-        let order_slice = &mut order[..alphabet];
+        // Insertion sort: stable, so ties keep ascending value order.
+        let order_slice = &mut order[..present];
         for i in 1..order_slice.len() {
             let mut j = i;
             while j > 0
@@ -643,9 +669,10 @@ impl Ranking {
 /// widths in `1..=E` (lexicographic order, first minimum wins; FORMAT.md 7.2). Returns the
 /// widths, the counts `c2..c4` and the size.
 ///
-/// A tuple is skipped, without changing the result, when a prefix of it already costs at least
+/// A prefix of widths is skipped, without changing the result, when it already costs at least
 /// the best size so far: the size of the prefix with an empty last plane is a floor of every
-/// tuple that starts with it (its table and planes are a subset of theirs).
+/// tuple that starts with it (its table and planes are a subset of theirs). Widths whose symbols
+/// exceed the alphabet end their loop (wider ones only have more).
 pub fn choose_ranked(
     ranking: &Ranking,
     elements: usize,
@@ -653,47 +680,39 @@ pub fn choose_ranked(
     mut size: impl FnMut(u8, [u8; MAX_LEVELS], [u32; MAX_LEVELS]) -> usize,
 ) -> (u8, [u8; MAX_LEVELS], [u32; MAX_LEVELS], usize) {
     let alphabet = 1usize << e;
-    let e = e as usize;
+    let e = e as u8;
+    // Elements whose rank is at least `start`.
+    let beyond = |start: usize| elements as u32 - ranking.covered[start.min(alphabet)];
+    let symbols = |w: u8| (1usize << w) - 1;
     let mut best = (0u8, [0u8; MAX_LEVELS], [0u32; MAX_LEVELS], usize::MAX);
-    // Floors of the prefixes (w1) and (w1, w2), computed when first needed.
-    let mut floors1 = [None; 8];
-    let mut floors2 = [[None; 8]; 8];
-    for levels in 1..=MAX_LEVELS {
-        // Width tuples in lexicographic order: the digits of `index` in base E, plus one.
-        for index in 0..e.pow(levels as u32) {
-            let mut widths = [0u8; MAX_LEVELS];
-            let mut rest = index;
-            for j in (0..levels).rev() {
-                widths[j] = (rest % e) as u8 + 1;
-                rest /= e;
-            }
-            // counts c(j+1) for j = 1..=L: elements whose rank is at least S_j.
-            let mut counts = [0u32; MAX_LEVELS];
-            let mut start = 0usize;
-            for j in 0..levels {
-                start += (1usize << widths[j]) - 1;
-                counts[j] = elements as u32 - ranking.covered[start.min(alphabet)];
-            }
-            if start > alphabet {
+    for levels in 1..=MAX_LEVELS as u8 {
+        // Width tuples in lexicographic order; `0` pads the unused levels.
+        for w1 in 1..=e {
+            let s1 = symbols(w1);
+            if levels > 1 && size(1, [w1, 0, 0], [0; MAX_LEVELS]) >= best.3 {
                 continue;
             }
-            let (w1, w2) = (usize::from(widths[0]) - 1, usize::from(widths[1]).max(1) - 1);
-            if levels > 1 {
-                let floor1 = *floors1[w1].get_or_insert_with(|| size(1, widths, [0; MAX_LEVELS]));
-                if floor1 >= best.3 {
+            for w2 in if levels > 1 { 1..=e } else { 0..=0 } {
+                let s2 = s1 + if w2 > 0 { symbols(w2) } else { 0 };
+                if s2 > alphabet {
+                    break;
+                }
+                if levels > 2 && size(2, [w1, w2, 0], [beyond(s1), 0, 0]) >= best.3 {
                     continue;
                 }
-            }
-            if levels > 2 {
-                let floor2 = *floors2[w1][w2]
-                    .get_or_insert_with(|| size(2, widths, [counts[0], 0, 0]));
-                if floor2 >= best.3 {
-                    continue;
+                for w3 in if levels > 2 { 1..=e } else { 0..=0 } {
+                    let s3 = s2 + if w3 > 0 { symbols(w3) } else { 0 };
+                    if s3 > alphabet {
+                        break;
+                    }
+                    let widths = [w1, w2, w3];
+                    let mut counts = [beyond(s1), beyond(s2), beyond(s3)];
+                    counts[usize::from(levels)..].fill(0);
+                    let s = size(levels, widths, counts);
+                    if s < best.3 {
+                        best = (levels, widths, counts, s);
+                    }
                 }
-            }
-            let s = size(levels as u8, widths, counts);
-            if s < best.3 {
-                best = (levels as u8, widths, counts, s);
             }
         }
     }
@@ -749,29 +768,85 @@ pub fn group_flagged(gmin: u32, gmax: u32, base: u32, low: u32) -> bool {
 /// Number of base candidates of the groups search: `b` in `mode - 3 ..= mode + 8`.
 pub const GROUPS_BASES: usize = 12;
 
-/// Per group of frame elements `t, t + G, t + 2G, ...`: smallest and largest exponent.
-#[inline(always)]
-pub fn group_range<const B: usize>(
-    frame: &[u8],
-    elements: usize,
-    groups: usize,
-    t: usize,
-    fields: &Fields,
-) -> (u32, u32) {
-    let (mut gmin, mut gmax) = (u32::MAX, 0);
-    let mut i = t;
-    while i < elements {
-        let (x, _) = fields.split(load::<B>(frame, i));
-        gmin = gmin.min(x);
-        gmax = gmax.max(x);
-        i += groups;
-    }
-    (gmin, gmax)
+/// Per group of frame elements `t, t + G, t + 2G, ...` (`G` groups): the smallest and largest
+/// exponent. Gathered a row of the interleave at a time, so the loop runs over contiguous
+/// elements and vectorizes.
+pub struct GroupRanges {
+    /// Smallest exponent of each group.
+    pub min: [u8; MAX_GROUPS],
+    /// Largest exponent of each group.
+    pub max: [u8; MAX_GROUPS],
+    /// Number of groups `G`.
+    pub groups: usize,
 }
 
-/// For each base candidate `b = first + c` and each low width `m`, the number of groups that
-/// are *not* flagged: `unflagged[c][m]`. One pass over the groups' exponent ranges.
-#[inline(always)]
+/// Most groups in a frame.
+pub const MAX_GROUPS: usize = MAX_FRAME_LEN / GROUP_LEN;
+
+impl GroupRanges {
+    /// The ranges of the groups of a frame of `elements` elements (at most [`MAX_FRAME_LEN`]).
+    #[inline(always)]
+    pub fn gather<const B: usize>(frame: &[u8], elements: usize, fields: &Fields) -> GroupRanges {
+        let groups = elements.div_ceil(GROUP_LEN);
+        let mut ranges = GroupRanges {
+            min: [u8::MAX; MAX_GROUPS],
+            max: [0; MAX_GROUPS],
+            groups,
+        };
+        for row in 0..GROUP_LEN {
+            let first = row * groups;
+            if first >= elements {
+                break;
+            }
+            let run = groups.min(elements - first);
+            let bytes = &frame[B * first..B * (first + run)];
+            let (min, max) = (&mut ranges.min[..run], &mut ranges.max[..run]);
+            for ((lo, hi), e) in min.iter_mut().zip(max.iter_mut()).zip(bytes.chunks_exact(B)) {
+                let x = fields.split(load::<B>(e, 0)).0 as u8;
+                *lo = (*lo).min(x);
+                *hi = (*hi).max(x);
+            }
+        }
+        ranges
+    }
+
+    /// For each base candidate `b = first + c` and each low width `m`, the number of groups
+    /// that are *not* flagged (every exponent in `(b - 2^m, b]`): `unflagged[c][m]`.
+    ///
+    /// One pass over the groups counts them by (first candidate their largest exponent fits
+    /// under, smallest exponent); running sums over both then answer every (b, m) at once.
+    pub fn unflagged(&self, first: u32, candidates: usize) -> [[u32; 9]; GROUPS_BASES] {
+        let mut joint = [[0u16; MAX_SYMBOLS]; GROUPS_BASES];
+        let candidates = candidates.min(GROUPS_BASES);
+        for (&lo, &hi) in self.min[..self.groups].iter().zip(&self.max[..self.groups]) {
+            let c = u32::from(hi).saturating_sub(first) as usize;
+            if c < candidates {
+                joint[c][usize::from(lo)] += 1;
+            }
+        }
+        let mut unflagged = [[0u32; 9]; GROUPS_BASES];
+        // fits[g]: groups with smallest exponent g whose largest fits under the current base.
+        let mut fits = [0u32; MAX_SYMBOLS];
+        for (c, row) in unflagged.iter_mut().enumerate().take(candidates) {
+            for (f, &j) in fits.iter_mut().zip(&joint[c]) {
+                *f += u32::from(j);
+            }
+            // at_least[g]: of those, the groups whose smallest exponent is at least g.
+            let mut at_least = [0u32; MAX_SYMBOLS + 1];
+            for g in (0..MAX_SYMBOLS).rev() {
+                at_least[g] = at_least[g + 1] + fits[g];
+            }
+            let base = i64::from(first) + c as i64;
+            for (m, count) in row.iter_mut().enumerate() {
+                let lowest = (base - (1i64 << m) + 1).clamp(0, MAX_SYMBOLS as i64) as usize;
+                *count = at_least[lowest];
+            }
+        }
+        unflagged
+    }
+}
+
+/// [`GroupRanges::unflagged`] of a frame's groups.
 pub fn groups_unflagged<const B: usize>(
     frame: &[u8],
     elements: usize,
@@ -779,24 +854,5 @@ pub fn groups_unflagged<const B: usize>(
     first: u32,
     candidates: usize,
 ) -> [[u32; 9]; GROUPS_BASES] {
-    let groups = elements.div_ceil(16);
-    let mut needed = [[0u32; 9]; GROUPS_BASES];
-    for t in 0..groups {
-        let (gmin, gmax) = group_range::<B>(frame, elements, groups, t, fields);
-        for (c, row) in needed.iter_mut().enumerate().take(candidates) {
-            let base = first + c as u32;
-            if gmax <= base {
-                // Smallest m with base - gmin < 2^m.
-                let m = 32 - (base - gmin).leading_zeros();
-                row[m.min(8) as usize] += u32::from(m <= 8);
-            }
-        }
-    }
-    // Cumulative: a group needing m bits is unflagged for every larger m.
-    for row in needed.iter_mut() {
-        for m in 1..9 {
-            row[m] += row[m - 1];
-        }
-    }
-    needed
+    GroupRanges::gather::<B>(frame, elements, fields).unflagged(first, candidates)
 }
