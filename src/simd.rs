@@ -174,8 +174,12 @@ mod x86 {
         bytes[at..at + N].as_mut_ptr()
     }
 
+    /// Lanes per step of [`unpack`] and [`pack`]: 16 words of a sub-plane.
+    const STEP: usize = 16;
+
     /// [`kernels::unpack_range`]: each run of words with one bit offset is shifted, masked and
-    /// ORed into the lanes a register at a time (32, 16 or 8 lanes for `u8`, `u16`, `u32`).
+    /// ORed into the lanes 16 at a time. A run's last few lanes go through a scratch step when
+    /// the frame has 16 words there (the extra ones are read and dropped), else one at a time.
     #[target_feature(enable = "avx2")]
     #[inline]
     unsafe fn unpack<L: Lane>(frame: &[u8], plane: &Plane, start: usize, out: &mut [L]) {
@@ -183,67 +187,40 @@ mod x86 {
         if out.is_empty() {
             return;
         }
+        let lanes = out.len();
         let out: &mut [u8] = bytemuck::cast_slice_mut(out);
         let lane_bytes = (L::BITS / 8) as usize;
         for sub in plane.subs() {
             let field_mask = (1u32 << sub.bits) - 1;
-            let mask = _mm256_set1_epi16(field_mask as u16 as i16);
-            let place = _mm_cvtsi32_si128(sub.shift as i32);
             let (mut j, mut bit) = (start % sub.words, (start / sub.words) as u32 * sub.bits);
             let mut done = 0;
-            let lanes = out.len() / lane_bytes;
             while done < lanes {
                 let run = (sub.words - j).min(lanes - done);
-                let words = &frame[sub.offset + 2 * j..sub.offset + 2 * (j + run)];
+                // From the run's first word to the frame's end.
+                let words = &frame[sub.offset + 2 * j..];
                 let dst = &mut out[lane_bytes * done..lane_bytes * (done + run)];
-                let take = _mm_cvtsi32_si128(bit as i32);
+                let shifts = (bit, sub.shift, field_mask);
                 let mut q = 0;
-                match L::BITS {
-                    8 => {
-                        while q + 32 <= run {
-                            let v = _mm256_packus_epi16(
-                                fields16(words, q, take, mask),
-                                fields16(words, q + 16, take, mask),
-                            );
-                            let v = _mm256_permute4x64_epi64::<0xD8>(v);
-                            // Byte lanes: shift in 16 bits, then drop what crossed the byte.
-                            let v = _mm256_and_si256(
-                                _mm256_sll_epi16(v, place),
-                                _mm256_set1_epi8((0xFFu32 << sub.shift) as u8 as i8),
-                            );
-                            let o = window_mut::<32>(dst, q).cast::<__m256i>();
-                            _mm256_storeu_si256(o, _mm256_or_si256(_mm256_loadu_si256(o), v));
-                            q += 32;
-                        }
-                    }
-                    16 => {
-                        while q + 16 <= run {
-                            let v = _mm256_sll_epi16(fields16(words, q, take, mask), place);
-                            let o = window_mut::<32>(dst, 2 * q).cast::<__m256i>();
-                            _mm256_storeu_si256(o, _mm256_or_si256(_mm256_loadu_si256(o), v));
-                            q += 16;
-                        }
-                    }
-                    _ => {
-                        let mask32 = _mm256_set1_epi32(field_mask as i32);
-                        while q + 8 <= run {
-                            let w = _mm_loadu_si128(window::<16>(words, 2 * q).cast());
-                            let w = _mm256_cvtepu16_epi32(w);
-                            let v = _mm256_and_si256(_mm256_srl_epi32(w, take), mask32);
-                            let v = _mm256_sll_epi32(v, place);
-                            let o = window_mut::<32>(dst, 4 * q).cast::<__m256i>();
-                            _mm256_storeu_si256(o, _mm256_or_si256(_mm256_loadu_si256(o), v));
-                            q += 8;
-                        }
-                    }
+                while q + STEP <= run {
+                    let d = &mut dst[lane_bytes * q..lane_bytes * (q + STEP)];
+                    unpack_step::<L>(&words[2 * q..2 * q + 2 * STEP], shifts, d);
+                    q += STEP;
                 }
-                // The last few lanes of the run, one at a time.
-                for q in q..run {
-                    let w = u32::from(u16::from_le_bytes([words[2 * q], words[2 * q + 1]]));
-                    let field = ((w >> bit) & field_mask) << sub.shift;
-                    let lane = &mut dst[lane_bytes * q..lane_bytes * (q + 1)];
-                    for (b, f) in lane.iter_mut().zip(field.to_le_bytes()) {
-                        *b |= f;
+                if q < run && words.len() >= 2 * (q + STEP) {
+                    let mut scratch = [0u8; 4 * STEP];
+                    let scratch = &mut scratch[..lane_bytes * STEP];
+                    unpack_step::<L>(&words[2 * q..2 * q + 2 * STEP], shifts, scratch);
+                    for (d, s) in dst[lane_bytes * q..].iter_mut().zip(scratch.iter()) {
+                        *d |= s;
+                    }
+                } else {
+                    for q in q..run {
+                        let w = u32::from(u16::from_le_bytes([words[2 * q], words[2 * q + 1]]));
+                        let field = ((w >> bit) & field_mask) << sub.shift;
+                        let lane = &mut dst[lane_bytes * q..lane_bytes * (q + 1)];
+                        for (b, f) in lane.iter_mut().zip(field.to_le_bytes()) {
+                            *b |= f;
+                        }
                     }
                 }
                 done += run;
@@ -253,7 +230,47 @@ mod x86 {
         }
     }
 
-    /// [`kernels::pack_range`]: the mirror of [`unpack`], a register of values at a time.
+    /// One step of [`unpack`]: the fields at bit `take` of 16 words (`words`, 32 bytes), masked,
+    /// shifted left by `place` and ORed into 16 lanes (`dst`, `16 * L::BITS / 8` bytes).
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn unpack_step<L: Lane>(words: &[u8], (take, place, mask): (u32, u32, u32), dst: &mut [u8]) {
+        let w = _mm256_loadu_si256(window::<32>(words, 0).cast());
+        let take = _mm_cvtsi32_si128(take as i32);
+        let v = _mm256_and_si256(_mm256_srl_epi16(w, take), _mm256_set1_epi16(mask as u16 as i16));
+        let place = _mm_cvtsi32_si128(place as i32);
+        match L::BITS {
+            8 => {
+                // Shifted into place and cut to a byte (as `or_field` does), then narrowed.
+                let v = _mm256_and_si256(_mm256_sll_epi16(v, place), _mm256_set1_epi16(0xFF));
+                let v = _mm256_permute4x64_epi64::<0xD8>(_mm256_packus_epi16(v, v));
+                let v = _mm256_castsi256_si128(v);
+                let o = window_mut::<16>(dst, 0).cast::<__m128i>();
+                _mm_storeu_si128(o, _mm_or_si128(_mm_loadu_si128(o), v));
+            }
+            16 => {
+                let v = _mm256_sll_epi16(v, place);
+                let o = window_mut::<32>(dst, 0).cast::<__m256i>();
+                _mm256_storeu_si256(o, _mm256_or_si256(_mm256_loadu_si256(o), v));
+            }
+            _ => {
+                for half in 0..2 {
+                    let h = if half == 0 {
+                        _mm256_castsi256_si128(v)
+                    } else {
+                        _mm256_extracti128_si256::<1>(v)
+                    };
+                    let v = _mm256_sll_epi32(_mm256_cvtepu16_epi32(h), place);
+                    let o = window_mut::<32>(dst, 32 * half).cast::<__m256i>();
+                    _mm256_storeu_si256(o, _mm256_or_si256(_mm256_loadu_si256(o), v));
+                }
+            }
+        }
+    }
+
+    /// [`kernels::pack_range`]: the mirror of [`unpack`], 16 values at a time. A run's last few
+    /// values go through a zero-padded step when the frame has 16 words there (ORing zeros
+    /// changes nothing), else one at a time.
     #[target_feature(enable = "avx2")]
     #[inline]
     unsafe fn pack<L: Lane>(frame: &mut [u8], plane: &Plane, start: usize, values: &[L]) {
@@ -265,51 +282,34 @@ mod x86 {
         let lane_bytes = (L::BITS / 8) as usize;
         for sub in plane.subs() {
             let field_mask = (1u32 << sub.bits) - 1;
-            let take = _mm_cvtsi32_si128(sub.shift as i32);
             let (mut j, mut bit) = (start % sub.words, (start / sub.words) as u32 * sub.bits);
             let mut done = 0;
             while done < lanes {
                 let run = (sub.words - j).min(lanes - done);
-                let words = &mut frame[sub.offset + 2 * j..sub.offset + 2 * (j + run)];
+                let words = &mut frame[sub.offset + 2 * j..];
                 let src = &values[lane_bytes * done..lane_bytes * (done + run)];
-                let place = _mm_cvtsi32_si128(bit as i32);
+                let shifts = (sub.shift, bit, field_mask);
                 let mut q = 0;
-                match L::BITS {
-                    8 => {
-                        while q + 16 <= run {
-                            let v = _mm_loadu_si128(window::<16>(src, q).cast());
-                            or_words(words, q, _mm256_cvtepu8_epi16(v), take, place, field_mask);
-                            q += 16;
-                        }
-                    }
-                    16 => {
-                        while q + 16 <= run {
-                            let v = _mm256_loadu_si256(window::<32>(src, 2 * q).cast());
-                            or_words(words, q, v, take, place, field_mask);
-                            q += 16;
-                        }
-                    }
-                    _ => {
-                        let mask32 = _mm256_set1_epi32(field_mask as i32);
-                        while q + 16 <= run {
-                            // Fields first (so they fit 16 bits), then narrowed in order.
-                            let a = _mm256_loadu_si256(window::<32>(src, 4 * q).cast());
-                            let b = _mm256_loadu_si256(window::<32>(src, 4 * q + 32).cast());
-                            let a = _mm256_and_si256(_mm256_srl_epi32(a, take), mask32);
-                            let b = _mm256_and_si256(_mm256_srl_epi32(b, take), mask32);
-                            let v = _mm256_permute4x64_epi64::<0xD8>(_mm256_packus_epi32(a, b));
-                            // Already taken: shift by zero.
-                            or_words(words, q, v, _mm_setzero_si128(), place, field_mask);
-                            q += 16;
-                        }
-                    }
+                while q + STEP <= run {
+                    let v = &src[lane_bytes * q..lane_bytes * (q + STEP)];
+                    pack_step::<L>(v, shifts, &mut words[2 * q..2 * q + 2 * STEP]);
+                    q += STEP;
                 }
-                for q in q..run {
-                    let mut lane = [0u8; 4];
-                    lane[..lane_bytes].copy_from_slice(&src[lane_bytes * q..lane_bytes * (q + 1)]);
-                    let field = ((u32::from_le_bytes(lane) >> sub.shift) & field_mask) << bit;
-                    let w = u16::from_le_bytes([words[2 * q], words[2 * q + 1]]) | field as u16;
-                    words[2 * q..2 * q + 2].copy_from_slice(&w.to_le_bytes());
+                if q < run && words.len() >= 2 * (q + STEP) {
+                    let mut scratch = [0u8; 4 * STEP];
+                    let rest = &src[lane_bytes * q..];
+                    scratch[..rest.len()].copy_from_slice(rest);
+                    let v = &scratch[..lane_bytes * STEP];
+                    pack_step::<L>(v, shifts, &mut words[2 * q..2 * q + 2 * STEP]);
+                } else {
+                    for q in q..run {
+                        let mut lane = [0u8; 4];
+                        lane[..lane_bytes]
+                            .copy_from_slice(&src[lane_bytes * q..lane_bytes * (q + 1)]);
+                        let field = ((u32::from_le_bytes(lane) >> sub.shift) & field_mask) << bit;
+                        let w = u16::from_le_bytes([words[2 * q], words[2 * q + 1]]) | field as u16;
+                        words[2 * q..2 * q + 2].copy_from_slice(&w.to_le_bytes());
+                    }
                 }
                 done += run;
                 j = 0;
@@ -318,21 +318,31 @@ mod x86 {
         }
     }
 
-    /// ORs the fields of 16 values (16-bit lanes; shifted right by `take`, masked, shifted left
-    /// by `place`) into words `q..q + 16`.
+    /// One step of [`pack`]: the fields at bit `take` of 16 values (`values`), masked, shifted
+    /// left by `place` and ORed into 16 words (`words`, 32 bytes).
     #[target_feature(enable = "avx2")]
     #[inline]
-    unsafe fn or_words(
-        words: &mut [u8],
-        q: usize,
-        v: __m256i,
-        take: __m128i,
-        place: __m128i,
-        field_mask: u32,
-    ) {
-        let mask = _mm256_set1_epi16(field_mask as u16 as i16);
-        let field = _mm256_sll_epi16(_mm256_and_si256(_mm256_srl_epi16(v, take), mask), place);
-        let o = window_mut::<32>(words, 2 * q).cast::<__m256i>();
+    unsafe fn pack_step<L: Lane>(values: &[u8], (take, place, mask): (u32, u32, u32), words: &mut [u8]) {
+        let take = _mm_cvtsi32_si128(take as i32);
+        let v = match L::BITS {
+            8 => _mm256_srl_epi16(
+                _mm256_cvtepu8_epi16(_mm_loadu_si128(window::<16>(values, 0).cast())),
+                take,
+            ),
+            16 => _mm256_srl_epi16(_mm256_loadu_si256(window::<32>(values, 0).cast()), take),
+            _ => {
+                // Fields first (so they fit 16 bits), then narrowed in order.
+                let mask32 = _mm256_set1_epi32(mask as i32);
+                let a = _mm256_loadu_si256(window::<32>(values, 0).cast());
+                let b = _mm256_loadu_si256(window::<32>(values, 32).cast());
+                let a = _mm256_and_si256(_mm256_srl_epi32(a, take), mask32);
+                let b = _mm256_and_si256(_mm256_srl_epi32(b, take), mask32);
+                _mm256_permute4x64_epi64::<0xD8>(_mm256_packus_epi32(a, b))
+            }
+        };
+        let field = _mm256_and_si256(v, _mm256_set1_epi16(mask as u16 as i16));
+        let field = _mm256_sll_epi16(field, _mm_cvtsi32_si128(place as i32));
+        let o = window_mut::<32>(words, 0).cast::<__m256i>();
         _mm256_storeu_si256(o, _mm256_or_si256(_mm256_loadu_si256(o), field));
     }
 
@@ -385,14 +395,6 @@ mod x86 {
             q += 8;
         }
         k
-    }
-
-    /// The fields of words `q..q + 16`, in 16-bit lanes.
-    #[target_feature(enable = "avx2")]
-    #[inline]
-    unsafe fn fields16(words: &[u8], q: usize, take: __m128i, mask: __m256i) -> __m256i {
-        let w = _mm256_loadu_si256(window::<32>(words, 2 * q).cast());
-        _mm256_and_si256(_mm256_srl_epi16(w, take), mask)
     }
 
     /// [`kernels::lookup`] for tables of at most 16 symbols: one byte shuffle per 32 codes.
