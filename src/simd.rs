@@ -180,7 +180,7 @@ mod x86 {
     /// [`kernels::unpack_range`]: each run of words with one bit offset is shifted, masked and
     /// ORed into the lanes 16 at a time. A run's last few lanes go through a scratch step when
     /// the frame has 16 words there (the extra ones are read and dropped), else one at a time.
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
     unsafe fn unpack<L: Lane>(frame: &[u8], plane: &Plane, start: usize, out: &mut [L]) {
         out.fill(L::default());
@@ -232,7 +232,7 @@ mod x86 {
 
     /// One step of [`unpack`]: the fields at bit `take` of 16 words (`words`, 32 bytes), masked,
     /// shifted left by `place` and ORed into 16 lanes (`dst`, `16 * L::BITS / 8` bytes).
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
     unsafe fn unpack_step<L: Lane>(words: &[u8], (take, place, mask): (u32, u32, u32), dst: &mut [u8]) {
         let w = _mm256_loadu_si256(window::<32>(words, 0).cast());
@@ -271,7 +271,7 @@ mod x86 {
     /// [`kernels::pack_range`]: the mirror of [`unpack`], 16 values at a time. A run's last few
     /// values go through a zero-padded step when the frame has 16 words there (ORing zeros
     /// changes nothing), else one at a time.
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
     unsafe fn pack<L: Lane>(frame: &mut [u8], plane: &Plane, start: usize, values: &[L]) {
         if values.is_empty() {
@@ -320,7 +320,7 @@ mod x86 {
 
     /// One step of [`pack`]: the fields at bit `take` of 16 values (`values`), masked, shifted
     /// left by `place` and ORed into 16 words (`words`, 32 bytes).
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
     unsafe fn pack_step<L: Lane>(values: &[u8], (take, place, mask): (u32, u32, u32), words: &mut [u8]) {
         let take = _mm_cvtsi32_si128(take as i32);
@@ -368,7 +368,7 @@ mod x86 {
 
     /// [`kernels::compress`] on bytes, 8 lanes per step: one byte shuffle moves the selected
     /// values to the front and one 8-byte store appends them.
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
     unsafe fn compress(masks: &[u64], values: &[u8], out: &mut [u8]) -> usize {
         let mut k = 0;
@@ -398,7 +398,7 @@ mod x86 {
     }
 
     /// [`kernels::lookup`] for tables of at most 16 symbols: one byte shuffle per 32 codes.
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
     unsafe fn lookup16(codes: &[u8], table: &[u8; MAX_SYMBOLS], out: &mut [u8]) {
         // Codes are below 16, so each selects a byte of the table's first 16.
@@ -416,7 +416,7 @@ mod x86 {
     }
 
     /// [`kernels::escape_masks`]: one compare and one movemask per 32 codes.
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
     unsafe fn escape_masks(codes: &[u8], escape: u8, masks: &mut [u64]) -> usize {
         masks.fill(0);
@@ -464,7 +464,7 @@ mod x86 {
     /// [`kernels::expand`] on bytes, 16 lanes per step: the two 8-bit halves of the mask pick
     /// their shuffle patterns, the upper one offset by the lower one's popcount, and one byte
     /// shuffle of the next 16 values places them; a blend keeps the lanes without a set bit.
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
     unsafe fn expand(masks: &[u64], values: &[u8], out: &mut [u8]) -> usize {
         let mut k = 0;
@@ -514,7 +514,7 @@ mod x86 {
         live_mask: u32,
     }
 
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
     unsafe fn merge_shifts(fields: &Fields) -> (MergeShifts, __m128i) {
         let live = fields.m - fields.k;
@@ -530,7 +530,7 @@ mod x86 {
     }
 
     /// [`kernels::merge_store`] for 2-byte elements: 16 elements per step in 16-bit lanes.
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
     unsafe fn merge16(fields: &Fields, x: &[u8], r: &[u16], out: &mut [u8]) {
         let (s, live) = merge_shifts(fields);
@@ -554,7 +554,7 @@ mod x86 {
     }
 
     /// [`kernels::merge_store`] for 4-byte elements: 8 elements per step in 32-bit lanes.
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
     unsafe fn merge32(fields: &Fields, x: &[u8], r: &[u32], out: &mut [u8]) {
         let (s, live) = merge_shifts(fields);
