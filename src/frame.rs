@@ -517,18 +517,21 @@ fn read_ranked<const B: usize, L: Lane, I: Isa>(
             if level == levels || n == 0 {
                 break;
             }
-            isa.lookup(
-                codes,
-                &luts[level],
-                usize::from(escapes[level]),
-                &mut exps[level][..n],
-            );
+            if level > 0 {
+                // (Level 0's lookup is fused into the final step below.)
+                isa.lookup(
+                    codes,
+                    &luts[level],
+                    usize::from(escapes[level]),
+                    &mut exps[level][..n],
+                );
+            }
             counts[level + 1] = isa.escape_masks(codes, escapes[level], &mut masks[level]);
         }
         // Bottom-up: the exponent level's values fill the last level's escapes, and so on.
         let (head, tail) = exps.split_at_mut(levels);
         tail[0][..counts[levels]].copy_from_slice(&codes[levels][..counts[levels]]);
-        for level in (0..levels).rev() {
+        for level in (1..levels).rev() {
             let (upper, lower) = head.split_at_mut(level + 1);
             let deeper = if level + 1 == levels {
                 &tail[0]
@@ -543,9 +546,13 @@ fn read_ranked<const B: usize, L: Lane, I: Isa>(
                 );
             }
         }
-        isa.merge_store::<B, L>(
+        isa.resolve_store::<B, L>(
             fields,
-            &exps[0][..len],
+            &codes[0][..len],
+            &luts[0],
+            usize::from(escapes[0]),
+            &masks[0],
+            &exps[1],
             &residual[..len],
             &mut out[B * start..B * (start + len)],
         );

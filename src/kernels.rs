@@ -90,6 +90,28 @@ pub fn merge_store<const B: usize, L: Lane>(fields: &Fields, x: &[u8], r: &[L], 
     }
 }
 
+/// The last step of decoding a run of at most 256 elements: their exponents from the first
+/// level's codes ([`lookup`]), the escaped ones from the next level's exponents `deeper`
+/// ([`expand`] by `masks`), merged with the residuals and stored ([`merge_store`]).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub fn resolve_store<const B: usize, L: Lane>(
+    fields: &Fields,
+    codes: &[u8],
+    table: &[u8; MAX_SYMBOLS],
+    symbols: usize,
+    masks: &[u64],
+    deeper: &[u8],
+    r: &[L],
+    out: &mut [u8],
+) {
+    let mut x = [0u8; MAX_SYMBOLS];
+    let x = &mut x[..codes.len()];
+    lookup(codes, table, symbols, x);
+    expand(masks, deeper, x);
+    merge_store::<B, L>(fields, x, r, out);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Bit planes (FORMAT.md 4.5)
 // ---------------------------------------------------------------------------------------------

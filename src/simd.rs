@@ -75,6 +75,23 @@ pub(crate) trait Isa: Copy {
     fn merge_store<const B: usize, L: Lane>(self, fields: &Fields, x: &[u8], r: &[L], out: &mut [u8]) {
         kernels::merge_store::<B, L>(fields, x, r, out)
     }
+
+    /// [`kernels::resolve_store`].
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn resolve_store<const B: usize, L: Lane>(
+        self,
+        fields: &Fields,
+        codes: &[u8],
+        table: &[u8; MAX_SYMBOLS],
+        symbols: usize,
+        masks: &[u64],
+        deeper: &[u8],
+        r: &[L],
+        out: &mut [u8],
+    ) {
+        kernels::resolve_store::<B, L>(fields, codes, table, symbols, masks, deeper, r, out)
+    }
 }
 
 /// The portable kernels, for every target.
@@ -148,6 +165,31 @@ mod x86 {
         }
 
         #[inline(always)]
+        fn resolve_store<const B: usize, L: Lane>(
+            self,
+            fields: &Fields,
+            codes: &[u8],
+            table: &[u8; MAX_SYMBOLS],
+            symbols: usize,
+            masks: &[u64],
+            deeper: &[u8],
+            r: &[L],
+            out: &mut [u8],
+        ) {
+            match (B, L::BITS) {
+                (2, 16) | (4, 32) if symbols <= 16 => {
+                    // Codes at or past `symbols` read zero, as in the portable version.
+                    let mut small = [0u8; 16];
+                    small[..symbols].copy_from_slice(&table[..symbols]);
+                    unsafe { resolve_store::<B, L>(fields, codes, &small, masks, deeper, r, out) }
+                }
+                _ => kernels::resolve_store::<B, L>(
+                    fields, codes, table, symbols, masks, deeper, r, out,
+                ),
+            }
+        }
+
+        #[inline(always)]
         fn merge_store<const B: usize, L: Lane>(
             self,
             fields: &Fields,
@@ -156,8 +198,7 @@ mod x86 {
             out: &mut [u8],
         ) {
             match (B, L::BITS) {
-                (2, 16) => unsafe { merge16(fields, x, bytemuck::cast_slice(r), out) },
-                (4, 32) => unsafe { merge32(fields, x, bytemuck::cast_slice(r), out) },
+                (2, 16) | (4, 32) => unsafe { merge::<B, L>(fields, x, r, out) },
                 _ => kernels::merge_store::<B, L>(fields, x, r, out),
             }
         }
@@ -472,17 +513,11 @@ mod x86 {
         let n = out.len();
         while q < n {
             let bits = (masks[q / 64] >> (q % 64)) as u16;
-            let (lo, hi) = (usize::from(bits as u8), usize::from(bits >> 8));
-            let count_lo = (lo as u32).count_ones() as usize;
             let count = bits.count_ones() as usize;
             if bits == 0 {
                 // Nothing to place in these lanes.
             } else if q + 16 <= n && k + 16 <= values.len() {
-                let offset = 0x0101_0101_0101_0101u64 * count_lo as u64;
-                let pattern = _mm_set_epi64x(
-                    EXPAND[hi].wrapping_add(offset) as i64,
-                    EXPAND[lo] as i64,
-                );
+                let pattern = expand_pattern(bits);
                 let v = _mm_loadu_si128(window::<16>(values, k).cast());
                 let o = window_mut::<16>(out, q).cast::<__m128i>();
                 let placed = _mm_shuffle_epi8(v, pattern);
@@ -506,74 +541,156 @@ mod x86 {
         k
     }
 
-    /// Per-frame constants of the merge, as shift counts.
-    struct MergeShifts {
+    /// A frame's merge constants (FORMAT.md 4.2) as shift counts: 16 elements per step, in
+    /// 16-bit lanes for 2-byte elements and 32-bit lanes for 4-byte ones.
+    struct Merge {
+        live: __m128i,
         sign: __m128i,
         exponent: __m128i,
         mantissa: __m128i,
         live_mask: u32,
     }
 
-    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
-    #[inline]
-    unsafe fn merge_shifts(fields: &Fields) -> (MergeShifts, __m128i) {
-        let live = fields.m - fields.k;
-        (
-            MergeShifts {
+    impl Merge {
+        #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+        #[inline]
+        unsafe fn new(fields: &Fields) -> Merge {
+            let live = fields.m - fields.k;
+            Merge {
+                live: _mm_cvtsi32_si128(live as i32),
                 sign: _mm_cvtsi32_si128((fields.e + fields.m) as i32),
                 exponent: _mm_cvtsi32_si128(fields.m as i32),
                 mantissa: _mm_cvtsi32_si128(fields.k as i32),
                 live_mask: (1 << live) - 1,
-            },
-            _mm_cvtsi32_si128(live as i32),
-        )
+            }
+        }
+
+        /// Merges 16 exponents (the bytes of `x`) with 16 residuals (`r`, `16 * B` bytes) and
+        /// stores the elements (`out`, `16 * B` bytes).
+        #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+        #[inline]
+        unsafe fn store16<const B: usize>(&self, x: __m128i, r: &[u8], out: &mut [u8]) {
+            let (r, out) = (&r[..16 * B], &mut out[..16 * B]);
+            self.store16_raw::<B>(x, r.as_ptr(), out.as_mut_ptr())
+        }
+
+        /// [`Merge::store16`] on pointers; the caller guarantees `16 * B` bytes at each.
+        #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+        #[inline]
+        unsafe fn store16_raw<const B: usize>(&self, x: __m128i, r: *const u8, out: *mut u8) {
+            if B == 2 {
+                let rv = _mm256_loadu_si256(r.cast());
+                let sign = _mm256_sll_epi16(_mm256_srl_epi16(rv, self.live), self.sign);
+                let mask = _mm256_set1_epi16(self.live_mask as u16 as i16);
+                let mant = _mm256_sll_epi16(_mm256_and_si256(rv, mask), self.mantissa);
+                let exp = _mm256_sll_epi16(_mm256_cvtepu8_epi16(x), self.exponent);
+                let u = _mm256_or_si256(_mm256_or_si256(sign, mant), exp);
+                _mm256_storeu_si256(out.cast(), u);
+            } else {
+                let mask = _mm256_set1_epi32(self.live_mask as i32);
+                for half in 0..2 {
+                    let rv = _mm256_loadu_si256(r.add(32 * half).cast());
+                    let sign = _mm256_sll_epi32(_mm256_srl_epi32(rv, self.live), self.sign);
+                    let mant = _mm256_sll_epi32(_mm256_and_si256(rv, mask), self.mantissa);
+                    let xh = if half == 0 { x } else { _mm_srli_si128::<8>(x) };
+                    let exp = _mm256_sll_epi32(_mm256_cvtepu8_epi32(xh), self.exponent);
+                    let u = _mm256_or_si256(_mm256_or_si256(sign, mant), exp);
+                    _mm256_storeu_si256(out.add(32 * half).cast(), u);
+                }
+            }
+        }
     }
 
-    /// [`kernels::merge_store`] for 2-byte elements: 16 elements per step in 16-bit lanes.
+    /// [`kernels::merge_store`] (`L` is `u16` for `B == 2`, `u32` for `B == 4`).
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
-    unsafe fn merge16(fields: &Fields, x: &[u8], r: &[u16], out: &mut [u8]) {
-        let (s, live) = merge_shifts(fields);
-        let live_mask = _mm256_set1_epi16(s.live_mask as u16 as i16);
-        let n = x.len().min(r.len()).min(out.len() / 2);
-        let rb: &[u8] = bytemuck::cast_slice(r);
-        let mut q = 0;
-        while q + 16 <= n {
-            let xv = _mm256_cvtepu8_epi16(_mm_loadu_si128(window::<16>(x, q).cast()));
-            let rv = _mm256_loadu_si256(window::<32>(rb, 2 * q).cast());
-            let sign = _mm256_sll_epi16(_mm256_srl_epi16(rv, live), s.sign);
-            let mant = _mm256_sll_epi16(_mm256_and_si256(rv, live_mask), s.mantissa);
-            let u = _mm256_or_si256(
-                _mm256_or_si256(sign, mant),
-                _mm256_sll_epi16(xv, s.exponent),
-            );
-            _mm256_storeu_si256(window_mut::<32>(out, 2 * q).cast(), u);
-            q += 16;
+    unsafe fn merge<const B: usize, L: Lane>(fields: &Fields, x: &[u8], r: &[L], out: &mut [u8]) {
+        let merge = Merge::new(fields);
+        let n = x.len().min(r.len()).min(out.len() / B);
+        let rb: &[u8] = bytemuck::cast_slice(&r[..n]);
+        let blocks = out[..B * n]
+            .chunks_exact_mut(16 * B)
+            .zip(x[..n].chunks_exact(16))
+            .zip(rb.chunks_exact(16 * B));
+        for ((o, xs), rs) in blocks {
+            let xv = _mm_loadu_si128(window::<16>(xs, 0).cast());
+            merge.store16::<B>(xv, rs, o);
         }
-        kernels::merge_store::<2, u16>(fields, &x[q..n], &r[q..n], &mut out[2 * q..2 * n]);
+        let q = n / 16 * 16;
+        kernels::merge_store::<B, L>(fields, &x[q..n], &r[q..n], &mut out[B * q..B * n]);
     }
 
-    /// [`kernels::merge_store`] for 4-byte elements: 8 elements per step in 32-bit lanes.
+    /// [`kernels::resolve_store`] for tables of at most 16 symbols, fused: per 16 elements one
+    /// byte shuffle looks the codes up, the escape mask's shuffle pattern places the deeper
+    /// exponents, and the merge stores the elements, with no intermediate array.
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
-    unsafe fn merge32(fields: &Fields, x: &[u8], r: &[u32], out: &mut [u8]) {
-        let (s, live) = merge_shifts(fields);
-        let live_mask = _mm256_set1_epi32(s.live_mask as i32);
-        let n = x.len().min(r.len()).min(out.len() / 4);
-        let rb: &[u8] = bytemuck::cast_slice(r);
-        let mut q = 0;
-        while q + 8 <= n {
-            let xv = _mm256_cvtepu8_epi32(_mm_loadl_epi64(window::<8>(x, q).cast()));
-            let rv = _mm256_loadu_si256(window::<32>(rb, 4 * q).cast());
-            let sign = _mm256_sll_epi32(_mm256_srl_epi32(rv, live), s.sign);
-            let mant = _mm256_sll_epi32(_mm256_and_si256(rv, live_mask), s.mantissa);
-            let u = _mm256_or_si256(
-                _mm256_or_si256(sign, mant),
-                _mm256_sll_epi32(xv, s.exponent),
-            );
-            _mm256_storeu_si256(window_mut::<32>(out, 4 * q).cast(), u);
-            q += 8;
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn resolve_store<const B: usize, L: Lane>(
+        fields: &Fields,
+        codes: &[u8],
+        table: &[u8; 16],
+        masks: &[u64],
+        deeper: &[u8],
+        r: &[L],
+        out: &mut [u8],
+    ) {
+        let merge = Merge::new(fields);
+        let lut = _mm_loadu_si128(table.as_ptr().cast());
+        let n = codes.len().min(r.len()).min(out.len() / B);
+        let rb: &[u8] = bytemuck::cast_slice(&r[..n]);
+        let (mut k, mut q) = (0, 0);
+        // Whole blocks of 64 (one mask word). Before a block `k <= q` (at most one value per
+        // element so far), so `deeper.len() >= n + 16` lets every 16-byte read below stay inside.
+        if deeper.len() >= n + 16 {
+            while q + 64 <= n {
+                let mut bits = masks[q / 64];
+                let block = q;
+                for step in 0..4 {
+                    let at = block + 16 * step;
+                    // SAFETY: `at + 16 <= n <= codes.len()`, `k + 16 <= at + 16 <= deeper.len()`,
+                    // and the residual and output ranges are `B * (at..at + 16) <= B * n`.
+                    let c = _mm_loadu_si128(codes.as_ptr().add(at).cast());
+                    let pattern = expand_pattern(bits as u16);
+                    let values = _mm_loadu_si128(deeper.as_ptr().add(k).cast());
+                    let placed = _mm_shuffle_epi8(values, pattern);
+                    let x = _mm_blendv_epi8(placed, _mm_shuffle_epi8(lut, c), pattern);
+                    merge.store16_raw::<B>(x, rb.as_ptr().add(B * at), out.as_mut_ptr().add(B * at));
+                    k += (bits as u16).count_ones() as usize;
+                    bits >>= 16;
+                }
+                q += 64;
+            }
         }
-        kernels::merge_store::<4, u32>(fields, &x[q..n], &r[q..n], &mut out[4 * q..4 * n]);
+        if q < n {
+            // The last elements (fewer than 16, or too near the end of `deeper`).
+            let mut x = [0u8; MAX_SYMBOLS];
+            let x = &mut x[..n - q];
+            kernels::lookup(&codes[q..n], &table_of(table), 16, x);
+            for (i, xi) in x.iter_mut().enumerate() {
+                if masks[(q + i) / 64] >> ((q + i) % 64) & 1 != 0 {
+                    *xi = deeper[k];
+                    k += 1;
+                }
+            }
+            kernels::merge_store::<B, L>(fields, x, &r[q..n], &mut out[B * q..B * n]);
+        }
+    }
+
+    /// A 16-entry table widened to the portable kernels' table type.
+    fn table_of(table: &[u8; 16]) -> [u8; MAX_SYMBOLS] {
+        let mut wide = [0u8; MAX_SYMBOLS];
+        wide[..16].copy_from_slice(table);
+        wide
+    }
+
+    /// The shuffle pattern that expands the next values into the set lanes of `bits` (16
+    /// lanes): the two halves' patterns, the upper offset by the lower half's count.
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    #[inline]
+    unsafe fn expand_pattern(bits: u16) -> __m128i {
+        let (lo, hi) = (usize::from(bits as u8), usize::from(bits >> 8));
+        let offset = 0x0101_0101_0101_0101u64 * u64::from((lo as u32).count_ones());
+        _mm_set_epi64x(EXPAND[hi].wrapping_add(offset) as i64, EXPAND[lo] as i64)
     }
 }
