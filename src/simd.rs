@@ -241,12 +241,13 @@ mod x86 {
                 let words = &frame[sub.offset + 2 * j..];
                 let dst = &mut out[lane_bytes * done..lane_bytes * (done + run)];
                 let shifts = (bit, sub.shift, field_mask);
-                let mut q = 0;
-                while q + STEP <= run {
-                    let d = &mut dst[lane_bytes * q..lane_bytes * (q + STEP)];
-                    unpack_step::<L>(&words[2 * q..2 * q + 2 * STEP], shifts, d);
-                    q += STEP;
+                let steps = words[..2 * run]
+                    .chunks_exact(2 * STEP)
+                    .zip(dst.chunks_exact_mut(lane_bytes * STEP));
+                for (w, d) in steps {
+                    unpack_step::<L>(w, shifts, d);
                 }
+                let q = run / STEP * STEP;
                 if q < run && words.len() >= 2 * (q + STEP) {
                     let mut scratch = [0u8; 4 * STEP];
                     let scratch = &mut scratch[..lane_bytes * STEP];
@@ -330,12 +331,13 @@ mod x86 {
                 let words = &mut frame[sub.offset + 2 * j..];
                 let src = &values[lane_bytes * done..lane_bytes * (done + run)];
                 let shifts = (sub.shift, bit, field_mask);
-                let mut q = 0;
-                while q + STEP <= run {
-                    let v = &src[lane_bytes * q..lane_bytes * (q + STEP)];
-                    pack_step::<L>(v, shifts, &mut words[2 * q..2 * q + 2 * STEP]);
-                    q += STEP;
+                let steps = src
+                    .chunks_exact(lane_bytes * STEP)
+                    .zip(words[..2 * run].chunks_exact_mut(2 * STEP));
+                for (v, w) in steps {
+                    pack_step::<L>(v, shifts, w);
                 }
+                let q = run / STEP * STEP;
                 if q < run && words.len() >= 2 * (q + STEP) {
                     let mut scratch = [0u8; 4 * STEP];
                     let rest = &src[lane_bytes * q..];
