@@ -10,9 +10,9 @@ use crate::format::{
     FRAME_HEADER_BYTES, GROUP_LEN, MAX_FRAME_LEN,
 };
 use crate::kernels::{
-    choose_ranked, group_flagged, groups_forward, groups_inverse, GroupRanges,
-    groups_width, load, pack_plane, Fields, FrameStats, Lane, PlaneWriter, Ranking,
-    GROUPS_BASES, MAX_LEVELS, MAX_SYMBOLS,
+    choose_ranked, group_flagged, groups_forward, groups_inverse, groups_width, load, pack_plane,
+    Fields, FrameStats, GroupRanges, Lane, PlaneWriter, Ranking, CHUNK, GROUPS_BASES, MAX_LEVELS,
+    MAX_SYMBOLS,
 };
 use crate::simd::Isa;
 
@@ -31,8 +31,6 @@ pub enum Coding {
     Ranked,
 }
 
-/// Elements decoded per step; sizes the decoder's stack scratch (`CHUNK * 13` bytes and so).
-const CHUNK: usize = 256;
 /// Slack after a scratch array of values to expand, so the vector expansion may read 16 at a time.
 const SLACK: usize = 16;
 

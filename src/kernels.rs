@@ -10,6 +10,10 @@
 
 use crate::format::{pad32, Dtype, GROUP_LEN, MAX_FRAME_LEN};
 
+/// Elements the frame loops process per step; sizes their stack scratch (the decoder's is about
+/// `CHUNK * 13` bytes).
+pub const CHUNK: usize = 1024;
+
 /// Most escape levels of the `ranked` coding.
 pub const MAX_LEVELS: usize = 3;
 /// Largest exponent alphabet (8 exponent bits).
@@ -90,7 +94,7 @@ pub fn merge_store<const B: usize, L: Lane>(fields: &Fields, x: &[u8], r: &[L], 
     }
 }
 
-/// The last step of decoding a run of at most 256 elements: their exponents from the first
+/// The last step of decoding a run of at most [`CHUNK`] elements: their exponents from the first
 /// level's codes ([`lookup`]), the escaped ones from the next level's exponents `deeper`
 /// ([`expand`] by `masks`), merged with the residuals and stored ([`merge_store`]).
 #[inline(always)]
@@ -105,7 +109,7 @@ pub fn resolve_store<const B: usize, L: Lane>(
     r: &[L],
     out: &mut [u8],
 ) {
-    let mut x = [0u8; MAX_SYMBOLS];
+    let mut x = [0u8; CHUNK];
     let x = &mut x[..codes.len()];
     lookup(codes, table, symbols, x);
     expand(masks, deeper, x);
@@ -369,7 +373,12 @@ pub fn pack_range<L: Lane>(frame: &mut [u8], plane: &Plane, start: usize, values
 /// Splits a run of little-endian `B`-byte elements (`input.len() == B * x.len()`) into their
 /// exponents and residuals.
 #[inline(always)]
-pub fn split_load<const B: usize, L: Lane>(fields: &Fields, input: &[u8], x: &mut [u8], r: &mut [L]) {
+pub fn split_load<const B: usize, L: Lane>(
+    fields: &Fields,
+    input: &[u8],
+    x: &mut [u8],
+    r: &mut [L],
+) {
     for ((e, x), r) in input.chunks_exact(B).zip(x.iter_mut()).zip(r.iter_mut()) {
         let u = if B == 2 {
             u32::from(u16::from_le_bytes([e[0], e[1]]))
@@ -823,7 +832,11 @@ impl GroupRanges {
             let run = groups.min(elements - first);
             let bytes = &frame[B * first..B * (first + run)];
             let (min, max) = (&mut ranges.min[..run], &mut ranges.max[..run]);
-            for ((lo, hi), e) in min.iter_mut().zip(max.iter_mut()).zip(bytes.chunks_exact(B)) {
+            for ((lo, hi), e) in min
+                .iter_mut()
+                .zip(max.iter_mut())
+                .zip(bytes.chunks_exact(B))
+            {
                 let x = fields.split(load::<B>(e, 0)).0 as u8;
                 *lo = (*lo).min(x);
                 *hi = (*hi).max(x);

@@ -72,7 +72,13 @@ pub(crate) trait Isa: Copy {
 
     /// [`kernels::merge_store`].
     #[inline(always)]
-    fn merge_store<const B: usize, L: Lane>(self, fields: &Fields, x: &[u8], r: &[L], out: &mut [u8]) {
+    fn merge_store<const B: usize, L: Lane>(
+        self,
+        fields: &Fields,
+        x: &[u8],
+        r: &[L],
+        out: &mut [u8],
+    ) {
         kernels::merge_store::<B, L>(fields, x, r, out)
     }
 
@@ -276,10 +282,17 @@ mod x86 {
     /// shifted left by `place` and ORed into 16 lanes (`dst`, `16 * L::BITS / 8` bytes).
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
-    unsafe fn unpack_step<L: Lane>(words: &[u8], (take, place, mask): (u32, u32, u32), dst: &mut [u8]) {
+    unsafe fn unpack_step<L: Lane>(
+        words: &[u8],
+        (take, place, mask): (u32, u32, u32),
+        dst: &mut [u8],
+    ) {
         let w = _mm256_loadu_si256(window::<32>(words, 0).cast());
         let take = _mm_cvtsi32_si128(take as i32);
-        let v = _mm256_and_si256(_mm256_srl_epi16(w, take), _mm256_set1_epi16(mask as u16 as i16));
+        let v = _mm256_and_si256(
+            _mm256_srl_epi16(w, take),
+            _mm256_set1_epi16(mask as u16 as i16),
+        );
         let place = _mm_cvtsi32_si128(place as i32);
         match L::BITS {
             8 => {
@@ -365,7 +378,11 @@ mod x86 {
     /// left by `place` and ORed into 16 words (`words`, 32 bytes).
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
-    unsafe fn pack_step<L: Lane>(values: &[u8], (take, place, mask): (u32, u32, u32), words: &mut [u8]) {
+    unsafe fn pack_step<L: Lane>(
+        values: &[u8],
+        (take, place, mask): (u32, u32, u32),
+        words: &mut [u8],
+    ) {
         let take = _mm_cvtsi32_si128(take as i32);
         let v = match L::BITS {
             8 => _mm256_srl_epi16(
@@ -423,7 +440,8 @@ mod x86 {
                 // Nothing selected here.
             } else if q + 8 <= n && k + 8 <= out.len() {
                 let v = _mm_loadl_epi64(window::<8>(values, q).cast());
-                let picked = _mm_shuffle_epi8(v, _mm_cvtsi64_si128(COMPRESS[usize::from(bits)] as i64));
+                let picked =
+                    _mm_shuffle_epi8(v, _mm_cvtsi64_si128(COMPRESS[usize::from(bits)] as i64));
                 _mm_storel_epi64(window_mut::<8>(out, k).cast(), picked);
             } else {
                 let mut m = bits;
@@ -657,7 +675,11 @@ mod x86 {
                     let values = _mm_loadu_si128(deeper.as_ptr().add(k).cast());
                     let placed = _mm_shuffle_epi8(values, pattern);
                     let x = _mm_blendv_epi8(placed, _mm_shuffle_epi8(lut, c), pattern);
-                    merge.store16_raw::<B>(x, rb.as_ptr().add(B * at), out.as_mut_ptr().add(B * at));
+                    merge.store16_raw::<B>(
+                        x,
+                        rb.as_ptr().add(B * at),
+                        out.as_mut_ptr().add(B * at),
+                    );
                     k += (bits as u16).count_ones() as usize;
                     bits >>= 16;
                 }
@@ -666,7 +688,7 @@ mod x86 {
         }
         if q < n {
             // The last elements (fewer than 16, or too near the end of `deeper`).
-            let mut x = [0u8; MAX_SYMBOLS];
+            let mut x = [0u8; kernels::CHUNK];
             let x = &mut x[..n - q];
             kernels::lookup(&codes[q..n], &table_of(table), 16, x);
             for (i, xi) in x.iter_mut().enumerate() {
