@@ -525,6 +525,28 @@ pub fn frame_bytes(dtype: Dtype, elements: usize, dead_bits: u8, params: &FrameP
     bytes
 }
 
+/// [`frame_bytes`] of a ranked frame, from its parameters' parts: the encoder's width search
+/// asks this some tens of times per frame. Always equal to `frame_bytes` (`tests/kernels.rs`).
+#[inline]
+pub fn ranked_frame_bytes(
+    dtype: Dtype,
+    elements: usize,
+    dead_bits: u8,
+    levels: u8,
+    widths: [u8; MAX_LEVELS],
+    counts: [u32; MAX_LEVELS],
+) -> usize {
+    let residual = 1 + dtype.mantissa_bits() - u32::from(dead_bits);
+    let mut bytes = FRAME_HEADER_BYTES + Plane::bytes(residual, elements);
+    let (mut symbols, mut count) = (0, elements);
+    for (&width, &next) in widths.iter().zip(&counts).take(usize::from(levels)) {
+        symbols += (1usize << width) - 1;
+        bytes += Plane::bytes(width.into(), count);
+        count = next as usize;
+    }
+    bytes + pad32(symbols) + Plane::bytes(dtype.exponent_bits(), count)
+}
+
 impl FrameLayout {
     /// The layout of a frame of `elements` elements with these parameters (stored frames have
     /// no planes: their body is the elements verbatim).

@@ -6,8 +6,8 @@
 use crate::checksum::h32;
 use crate::error::{Error, Result};
 use crate::format::{
-    frame_bytes, pad32, Dtype, FrameHeader, FrameLayout, FrameParams, GroupsParams, RankedParams,
-    FRAME_HEADER_BYTES, GROUP_LEN, MAX_FRAME_LEN,
+    frame_bytes, pad32, ranked_frame_bytes, Dtype, FrameHeader, FrameLayout, FrameParams,
+    GroupsParams, RankedParams, FRAME_HEADER_BYTES, GROUP_LEN, MAX_FRAME_LEN,
 };
 use crate::kernels::{
     choose_ranked, group_flagged, groups_forward, groups_inverse, groups_width, load, pack_plane,
@@ -98,7 +98,7 @@ fn encode_elements<const B: usize, I: Isa>(
     let stored = (FrameParams::Stored, max_frame_bytes(dtype, elements));
     let ranking = Ranking::new(&stats.histogram, 1 << dtype.exponent_bits());
     let ranked = (coding != Coding::Groups)
-        .then(|| choose_ranked_params(&ranking, elements, dtype, &size_of));
+        .then(|| choose_ranked_params(&ranking, elements, dtype, dead_bits));
     let groups = (coding != Coding::Ranked)
         .then(|| choose_groups_params::<B>(input, &stats, dtype, &size_of));
     // Ties: ranked, then groups, then stored (FORMAT.md 7.5).
@@ -149,18 +149,14 @@ fn choose_ranked_params(
     ranking: &Ranking,
     elements: usize,
     dtype: Dtype,
-    size_of: &impl Fn(&FrameParams) -> usize,
+    dead_bits: u8,
 ) -> (FrameParams, usize) {
     let (levels, widths, counts, bytes) = choose_ranked(
         ranking,
         elements,
         dtype.exponent_bits(),
         |levels, widths, counts| {
-            size_of(&FrameParams::Ranked(RankedParams {
-                levels,
-                widths,
-                counts,
-            }))
+            ranked_frame_bytes(dtype, elements, dead_bits, levels, widths, counts)
         },
     );
     (

@@ -1,7 +1,7 @@
 //! Unit tests of the public block kernels (`enec::kernels`) against FORMAT.md, with expected
 //! values computed independently in the test (from the format text, brute force or a sort).
 
-use enec::format::{FrameLayout, FrameParams, RankedParams};
+use enec::format::{frame_bytes, ranked_frame_bytes, FrameLayout, FrameParams, RankedParams};
 use enec::kernels::{
     choose_ranked, escape_masks, expand, groups_forward, groups_inverse, groups_unflagged,
     groups_width, lookup, pack_halving, pack_plane, unpack_range, Fields, Plane, PlaneReader,
@@ -672,5 +672,37 @@ fn lookup_maps_codes_through_the_table() {
             let expected: Vec<u8> = codes.iter().map(|&c| table[usize::from(c)]).collect();
             assert_eq!(out, expected, "{symbols} symbols, {len} codes");
         }
+    }
+}
+
+/// The encoder's shortcut for ranked frame sizes agrees with the layout's `frame_bytes` for every
+/// dtype, dead-bit count, level count, width tuple and escape counts.
+#[test]
+fn ranked_frame_bytes_equals_frame_bytes() {
+    let mut rng = Rng(23);
+    for case in 0..20_000u64 {
+        let dtype = Dtype::ALL[case as usize % 3];
+        let e = dtype.exponent_bits();
+        let elements = 1 + rng.below(65_536) as usize;
+        let dead_bits = rng.below(u64::from(dtype.mantissa_bits()) + 1) as u8;
+        let levels = 1 + rng.below(MAX_LEVELS as u64) as u8;
+        let mut widths = [0u8; MAX_LEVELS];
+        let mut counts = [0u32; MAX_LEVELS];
+        let mut count = elements as u64;
+        for j in 0..usize::from(levels) {
+            widths[j] = 1 + rng.below(u64::from(e)) as u8;
+            count = rng.below(count + 1);
+            counts[j] = count as u32;
+        }
+        let params = FrameParams::Ranked(RankedParams {
+            levels,
+            widths,
+            counts,
+        });
+        assert_eq!(
+            ranked_frame_bytes(dtype, elements, dead_bits, levels, widths, counts),
+            frame_bytes(dtype, elements, dead_bits, &params),
+            "{dtype:?} {elements} k={dead_bits} {params:?}"
+        );
     }
 }
