@@ -91,7 +91,22 @@ fn encode_elements<const B: usize, I: Isa>(
     elements: usize,
     out: &mut [u8],
 ) -> Result<usize> {
-    let stats = FrameStats::gather::<B>(input, elements, dtype);
+    // One pass over the elements: exponent histogram, mantissa OR and, when the groups coding
+    // is a candidate, each group's exponent range.
+    let exponent_fields = Fields::new(dtype, 0);
+    let mut stats = FrameStats::new(elements);
+    let mut ranges = GroupRanges::new(elements);
+    let mut x = [0u8; CHUNK];
+    for start in (0..elements).step_by(CHUNK) {
+        let len = CHUNK.min(elements - start);
+        let run = &input[B * start..B * (start + len)];
+        isa.exponents::<B>(&exponent_fields, run, &mut x[..len]);
+        stats.add::<B>(&exponent_fields, run, &x[..len]);
+        if coding != Coding::Ranked {
+            ranges.add(start, &x[..len]);
+        }
+    }
+    stats.finish();
     let dead_bits = stats.dead_bits(dtype) as u8;
     let size_of = |params: &FrameParams| frame_bytes(dtype, elements, dead_bits, params);
 
@@ -99,8 +114,8 @@ fn encode_elements<const B: usize, I: Isa>(
     let ranking = Ranking::new(&stats.histogram, 1 << dtype.exponent_bits());
     let ranked = (coding != Coding::Groups)
         .then(|| choose_ranked_params(&ranking, elements, dtype, dead_bits));
-    let groups = (coding != Coding::Ranked)
-        .then(|| choose_groups_params::<B>(input, &stats, dtype, &size_of));
+    let groups =
+        (coding != Coding::Ranked).then(|| choose_groups_params(&ranges, &stats, dtype, &size_of));
     // Ties: ranked, then groups, then stored (FORMAT.md 7.5).
     let mut best = stored;
     for candidate in [groups, ranked].into_iter().flatten() {
@@ -139,7 +154,9 @@ fn encode_elements<const B: usize, I: Isa>(
                 write_ranked::<B, u32, I>(isa, input, elements, &fields, &r, &ranking, &layout, out)
             }
         }
-        FrameParams::Groups(g) => write_groups::<B>(input, elements, &fields, &g, &layout, out),
+        FrameParams::Groups(g) => {
+            write_groups::<B>(input, elements, &fields, &g, &ranges, &layout, out)
+        }
     }
     Ok(bytes)
 }
@@ -170,8 +187,8 @@ fn choose_ranked_params(
 }
 
 #[inline(always)]
-fn choose_groups_params<const B: usize>(
-    input: &[u8],
+fn choose_groups_params(
+    ranges: &GroupRanges,
     stats: &FrameStats,
     dtype: Dtype,
     size_of: &impl Fn(&FrameParams) -> usize,
@@ -185,8 +202,7 @@ fn choose_groups_params<const B: usize>(
     let last = hi.min(mode + 8);
     let candidates = (last - first + 1) as usize;
     debug_assert!(candidates <= GROUPS_BASES);
-    let unflagged = GroupRanges::gather::<B>(input, elements, &Fields::new(dtype, 0))
-        .unflagged(first, candidates);
+    let unflagged = ranges.unflagged(first, candidates);
     let mut best = (FrameParams::Stored, usize::MAX);
     for (c, row) in unflagged.iter().enumerate().take(candidates) {
         let base = first + c as u32;
@@ -279,6 +295,7 @@ fn write_groups<const B: usize>(
     elements: usize,
     fields: &Fields,
     params: &GroupsParams,
+    ranges: &GroupRanges,
     layout: &FrameLayout,
     out: &mut [u8],
 ) {
@@ -290,7 +307,6 @@ fn write_groups<const B: usize>(
     );
     let mut flags = FlagSet::new();
     let mut flag_plane = PlaneWriter::new(layout.planes[0]);
-    let ranges = GroupRanges::gather::<B>(input, elements, fields);
     for t in 0..groups {
         let (gmin, gmax) = (ranges.min[t].into(), ranges.max[t].into());
         let flagged = low < width && group_flagged(gmin, gmax, base, low);

@@ -370,6 +370,14 @@ pub fn pack_range<L: Lane>(frame: &mut [u8], plane: &Plane, start: usize, values
     }
 }
 
+/// The exponents of a run of little-endian `B`-byte elements (`input.len() == B * x.len()`).
+#[inline(always)]
+pub fn exponents<const B: usize>(fields: &Fields, input: &[u8], x: &mut [u8]) {
+    for (x, e) in x.iter_mut().zip(input.chunks_exact(B)) {
+        *x = fields.split(load::<B>(e, 0)).0 as u8;
+    }
+}
+
 /// Splits a run of little-endian `B`-byte elements (`input.len() == B * x.len()`) into their
 /// exponents and residuals.
 #[inline(always)]
@@ -573,6 +581,8 @@ pub struct FrameStats {
     pub mantissa_or: u32,
     /// Elements.
     pub elements: usize,
+    /// Three more histograms, summed into `histogram` by `finish`.
+    parts: [[u32; MAX_SYMBOLS]; 3],
 }
 
 impl FrameStats {
@@ -580,35 +590,55 @@ impl FrameStats {
     #[inline(always)]
     pub fn gather<const B: usize>(frame: &[u8], elements: usize, dtype: Dtype) -> FrameStats {
         let fields = Fields::new(dtype, 0);
-        // Four histograms, element i counted in `parts[i % 4]`: runs of one exponent (the mode
-        // is a third of a frame) would otherwise wait on the previous increment of the same
-        // counter.
-        let mut parts = [[0u32; MAX_SYMBOLS]; 4];
-        let mut mantissa_or = 0;
-        let input = &frame[..B * elements];
-        let mut fours = input.chunks_exact(4 * B);
-        for four in &mut fours {
-            for (part, e) in parts.iter_mut().zip(four.chunks_exact(B)) {
-                let u = load::<B>(e, 0);
-                part[fields.split(u).0 as usize] += 1;
-                mantissa_or |= u;
-            }
+        let mut stats = FrameStats::new(elements);
+        let mut x = [0u8; CHUNK];
+        for start in (0..elements).step_by(CHUNK) {
+            let len = CHUNK.min(elements - start);
+            let run = &frame[B * start..B * (start + len)];
+            exponents::<B>(&fields, run, &mut x[..len]);
+            stats.add::<B>(&fields, run, &x[..len]);
         }
-        for e in fours.remainder().chunks_exact(B) {
-            let u = load::<B>(e, 0);
-            parts[0][fields.split(u).0 as usize] += 1;
-            mantissa_or |= u;
-        }
-        let mut histogram = parts[0];
-        for part in &parts[1..] {
-            for (h, &c) in histogram.iter_mut().zip(part) {
-                *h += c;
-            }
-        }
+        stats.finish();
+        stats
+    }
+
+    /// Statistics of no elements yet, for a frame of `elements`: [`FrameStats::add`] every run
+    /// of elements, then [`FrameStats::finish`].
+    pub fn new(elements: usize) -> FrameStats {
         FrameStats {
-            histogram,
-            mantissa_or: mantissa_or & ((1 << fields.m) - 1),
+            histogram: [0; MAX_SYMBOLS],
+            mantissa_or: 0,
             elements,
+            parts: [[0; MAX_SYMBOLS]; 3],
+        }
+    }
+
+    /// Adds a run of elements (`input`, little-endian) and their exponents `x`.
+    #[inline(always)]
+    pub fn add<const B: usize>(&mut self, fields: &Fields, input: &[u8], x: &[u8]) {
+        // Four histograms, element i counted in the `i % 4`-th: runs of one exponent (the mode
+        // is a third of a frame) would otherwise wait on the previous increment of one counter.
+        let [p1, p2, p3] = &mut self.parts;
+        let mut fours = x.chunks_exact(4);
+        for four in &mut fours {
+            self.histogram[usize::from(four[0])] += 1;
+            p1[usize::from(four[1])] += 1;
+            p2[usize::from(four[2])] += 1;
+            p3[usize::from(four[3])] += 1;
+        }
+        for &x in fours.remainder() {
+            self.histogram[usize::from(x)] += 1;
+        }
+        let or = input.chunks_exact(B).fold(0, |or, e| or | load::<B>(e, 0));
+        self.mantissa_or |= or & ((1 << fields.m) - 1);
+    }
+
+    /// Completes the histogram after the last [`FrameStats::add`].
+    pub fn finish(&mut self) {
+        for part in &mut self.parts {
+            for (h, c) in self.histogram.iter_mut().zip(part.iter_mut()) {
+                *h += core::mem::take(c);
+            }
         }
     }
 
@@ -818,31 +848,41 @@ impl GroupRanges {
     /// The ranges of the groups of a frame of `elements` elements (at most [`MAX_FRAME_LEN`]).
     #[inline(always)]
     pub fn gather<const B: usize>(frame: &[u8], elements: usize, fields: &Fields) -> GroupRanges {
-        let groups = elements.div_ceil(GROUP_LEN);
-        let mut ranges = GroupRanges {
+        let mut ranges = GroupRanges::new(elements);
+        let mut x = [0u8; CHUNK];
+        for start in (0..elements).step_by(CHUNK) {
+            let len = CHUNK.min(elements - start);
+            exponents::<B>(fields, &frame[B * start..B * (start + len)], &mut x[..len]);
+            ranges.add(start, &x[..len]);
+        }
+        ranges
+    }
+
+    /// No elements yet, for a frame of `elements` (see [`GroupRanges::add`]).
+    pub fn new(elements: usize) -> GroupRanges {
+        GroupRanges {
             min: [u8::MAX; MAX_GROUPS],
             max: [0; MAX_GROUPS],
-            groups,
-        };
-        for row in 0..GROUP_LEN {
-            let first = row * groups;
-            if first >= elements {
-                break;
-            }
-            let run = groups.min(elements - first);
-            let bytes = &frame[B * first..B * (first + run)];
-            let (min, max) = (&mut ranges.min[..run], &mut ranges.max[..run]);
-            for ((lo, hi), e) in min
-                .iter_mut()
-                .zip(max.iter_mut())
-                .zip(bytes.chunks_exact(B))
-            {
-                let x = fields.split(load::<B>(e, 0)).0 as u8;
+            groups: elements.div_ceil(GROUP_LEN).min(MAX_GROUPS),
+        }
+    }
+
+    /// Adds the exponents `x` of elements `start..start + x.len()`. Element `i` is in group
+    /// `i mod G`, so a run of elements is a few runs of consecutive groups.
+    #[inline(always)]
+    pub fn add(&mut self, start: usize, x: &[u8]) {
+        let groups = self.groups;
+        let mut done = 0;
+        while done < x.len() {
+            let t = (start + done) % groups;
+            let run = (groups - t).min(x.len() - done);
+            let (min, max) = (&mut self.min[t..t + run], &mut self.max[t..t + run]);
+            for ((lo, hi), &x) in min.iter_mut().zip(max.iter_mut()).zip(&x[done..done + run]) {
                 *lo = (*lo).min(x);
                 *hi = (*hi).max(x);
             }
+            done += run;
         }
-        ranges
     }
 
     /// For each base candidate `b = first + c` and each low width `m`, the number of groups

@@ -26,6 +26,12 @@ pub(crate) trait Isa: Copy {
         kernels::pack_range(frame, plane, start, values)
     }
 
+    /// [`kernels::exponents`].
+    #[inline(always)]
+    fn exponents<const B: usize>(self, fields: &Fields, input: &[u8], x: &mut [u8]) {
+        kernels::exponents::<B>(fields, input, x)
+    }
+
     /// [`kernels::split_load`].
     #[inline(always)]
     fn split_load<const B: usize, L: Lane>(
