@@ -10,9 +10,8 @@ use crate::format::{
     GroupsParams, RankedParams, FRAME_HEADER_BYTES, GROUP_LEN, MAX_FRAME_LEN,
 };
 use crate::kernels::{
-    choose_ranked, group_flagged, groups_forward, groups_inverse, groups_width, load, pack_plane,
-    Fields, FrameStats, GroupRanges, Lane, PlaneWriter, Ranking, CHUNK, GROUPS_BASES, MAX_LEVELS,
-    MAX_SYMBOLS,
+    choose_ranked, group_flagged, groups_forward, groups_inverse, groups_width, Fields, FrameStats,
+    GroupRanges, Lane, PlaneWriter, Ranking, CHUNK, GROUPS_BASES, MAX_LEVELS, MAX_SYMBOLS,
 };
 use crate::simd::Isa;
 
@@ -155,7 +154,11 @@ fn encode_elements<const B: usize, I: Isa>(
             }
         }
         FrameParams::Groups(g) => {
-            write_groups::<B>(input, elements, &fields, &g, &ranges, &layout, out)
+            if B == 2 {
+                write_groups::<B, u16, I>(isa, input, elements, &fields, &g, &ranges, &layout, out)
+            } else {
+                write_groups::<B, u32, I>(isa, input, elements, &fields, &g, &ranges, &layout, out)
+            }
         }
     }
     Ok(bytes)
@@ -289,8 +292,13 @@ fn write_ranked<const B: usize, L: Lane, I: Isa>(
     debug_assert!((0..=levels).all(|j| next[j] == layout.planes[j].count));
 }
 
+/// The decoder's steps in reverse, a chunk of elements at a time (a chunk stays inside one row of
+/// the interleave, so its groups are consecutive): residuals, the low bits of every `y`, and the
+/// high bits of the flagged groups' elements, compacted in element order.
 #[inline(always)]
-fn write_groups<const B: usize>(
+#[allow(clippy::too_many_arguments)]
+fn write_groups<const B: usize, L: Lane, I: Isa>(
+    isa: I,
     input: &[u8],
     elements: usize,
     fields: &Fields,
@@ -313,25 +321,34 @@ fn write_groups<const B: usize>(
         flags.set(t, flagged);
         flag_plane.push(out, flagged.into());
     }
-    let y_of = |i: usize| {
-        if i < elements {
-            groups_forward(fields.split(load::<B>(input, i)).0, base, width)
-        } else {
-            0
+    // Elements past the last stay zero in the low and high planes (their `y` is 0).
+    let mut residual = [L::default(); CHUNK];
+    let mut x = [0u8; CHUNK];
+    let mut high = [0u8; CHUNK];
+    let mut compact = [0u8; CHUNK + SLACK];
+    let mut next_high = 0;
+    let mut start = 0;
+    while start < elements {
+        let first_group = start % groups;
+        let len = CHUNK.min(elements - start).min(groups - first_group);
+        isa.split_load::<B, L>(
+            fields,
+            &input[B * start..B * (start + len)],
+            &mut x[..len],
+            &mut residual[..len],
+        );
+        isa.pack(out, &layout.residual, start, &residual[..len]);
+        // x becomes y's low bits, `high` its high bits.
+        for (x, h) in x[..len].iter_mut().zip(&mut high[..len]) {
+            let y = groups_forward(u32::from(*x), base, width);
+            *x = (y & ((1 << low) - 1)) as u8;
+            *h = (y >> low) as u8;
         }
-    };
-    pack_plane(out, &layout.residual, |i| {
-        fields.split(load::<B>(input, i)).1
-    });
-    pack_plane(out, &layout.planes[1], |i| y_of(i) & ((1 << low) - 1));
-    // The high bits of flagged groups only, in element order (rows of the interleave).
-    let mut high_plane = PlaneWriter::new(layout.planes[2]);
-    for row in 0..GROUP_LEN {
-        for t in 0..groups {
-            if flags.get(t) {
-                high_plane.push(out, y_of(row * groups + t) >> low);
-            }
-        }
+        isa.pack(out, &layout.planes[1], start, &x[..len]);
+        let flagged = isa.compress(&flags.masks(first_group, len), &high[..len], &mut compact);
+        isa.pack(out, &layout.planes[2], next_high, &compact[..flagged]);
+        next_high += flagged;
+        start += len;
     }
 }
 
@@ -345,10 +362,6 @@ impl FlagSet {
     #[inline(always)]
     fn set(&mut self, t: usize, on: bool) {
         self.0[t / 64] |= u64::from(on) << (t % 64);
-    }
-    #[inline(always)]
-    fn get(&self, t: usize) -> bool {
-        self.0[t / 64] >> (t % 64) & 1 != 0
     }
     fn count(&self) -> u32 {
         self.0.iter().map(|w| w.count_ones()).sum()
@@ -502,14 +515,12 @@ fn read_ranked<const B: usize, L: Lane, I: Isa>(
     let elements = layout.residual.count;
     // Next unread entry of each level plane (level 0 is element order).
     let mut next = [0usize; MAX_LEVELS + 1];
-    let mut residual = [L::default(); CHUNK];
     // Per level: the chunk's codes, then their exponents; and which of them escaped.
     let mut codes = [[0u8; CHUNK + SLACK]; MAX_LEVELS + 1];
     let mut exps = [[0u8; CHUNK + SLACK]; MAX_LEVELS + 1];
     let mut masks;
     for start in (0..elements).step_by(CHUNK) {
         let len = CHUNK.min(elements - start);
-        isa.unpack(frame, &layout.residual, start, &mut residual[..len]);
         // Top-down: each level's escapes say how many entries the next level supplies.
         let mut counts = [0usize; MAX_LEVELS + 1];
         counts[0] = len;
@@ -558,12 +569,14 @@ fn read_ranked<const B: usize, L: Lane, I: Isa>(
         }
         isa.resolve_store::<B, L>(
             fields,
+            frame,
+            &layout.residual,
+            start,
             &codes[0][..len],
             &luts[0],
             usize::from(escapes[0]),
             &masks[0],
             &exps[1],
-            &residual[..len],
             &mut out[B * start..B * (start + len)],
         );
     }

@@ -88,20 +88,27 @@ pub(crate) trait Isa: Copy {
         kernels::merge_store::<B, L>(fields, x, r, out)
     }
 
-    /// [`kernels::resolve_store`].
+    /// [`kernels::unpack_range`] of the residual plane, then [`kernels::resolve_store`]: the
+    /// last step of a chunk of the ranked decoder (at most [`kernels::CHUNK`] elements from
+    /// `start`).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn resolve_store<const B: usize, L: Lane>(
         self,
         fields: &Fields,
+        frame: &[u8],
+        residual: &Plane,
+        start: usize,
         codes: &[u8],
         table: &[u8; MAX_SYMBOLS],
         symbols: usize,
         masks: &[u64],
         deeper: &[u8],
-        r: &[L],
         out: &mut [u8],
     ) {
+        let mut r = [L::default(); kernels::CHUNK];
+        let r = &mut r[..codes.len()];
+        self.unpack(frame, residual, start, r);
         kernels::resolve_store::<B, L>(fields, codes, table, symbols, masks, deeper, r, out)
     }
 }
@@ -180,12 +187,14 @@ mod x86 {
         fn resolve_store<const B: usize, L: Lane>(
             self,
             fields: &Fields,
+            frame: &[u8],
+            residual: &Plane,
+            start: usize,
             codes: &[u8],
             table: &[u8; MAX_SYMBOLS],
             symbols: usize,
             masks: &[u64],
             deeper: &[u8],
-            r: &[L],
             out: &mut [u8],
         ) {
             match (B, L::BITS) {
@@ -193,11 +202,20 @@ mod x86 {
                     // Codes at or past `symbols` read zero, as in the portable version.
                     let mut small = [0u8; 16];
                     small[..symbols].copy_from_slice(&table[..symbols]);
-                    unsafe { resolve_store::<B, L>(fields, codes, &small, masks, deeper, r, out) }
+                    unsafe {
+                        resolve_store::<B, L>(
+                            fields, frame, residual, start, codes, &small, masks, deeper, out,
+                        )
+                    }
                 }
-                _ => kernels::resolve_store::<B, L>(
-                    fields, codes, table, symbols, masks, deeper, r, out,
-                ),
+                _ => {
+                    let mut r = [L::default(); kernels::CHUNK];
+                    let r = &mut r[..codes.len()];
+                    self.unpack(frame, residual, start, r);
+                    kernels::resolve_store::<B, L>(
+                        fields, codes, table, symbols, masks, deeper, r, out,
+                    )
+                }
             }
         }
 
@@ -591,31 +609,27 @@ mod x86 {
             }
         }
 
-        /// Merges 16 exponents (the bytes of `x`) with 16 residuals (`r`, `16 * B` bytes) and
-        /// stores the elements (`out`, `16 * B` bytes).
+        /// Merges 16 exponents (the bytes of `x`) with 16 residuals (as [`Residuals::load16`]
+        /// gives them) and stores the elements at `out` (`16 * B` bytes).
         #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
         #[inline]
-        unsafe fn store16<const B: usize>(&self, x: __m128i, r: &[u8], out: &mut [u8]) {
-            let (r, out) = (&r[..16 * B], &mut out[..16 * B]);
-            self.store16_raw::<B>(x, r.as_ptr(), out.as_mut_ptr())
-        }
-
-        /// [`Merge::store16`] on pointers; the caller guarantees `16 * B` bytes at each.
-        #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
-        #[inline]
-        unsafe fn store16_raw<const B: usize>(&self, x: __m128i, r: *const u8, out: *mut u8) {
+        unsafe fn store16<const B: usize>(
+            &self,
+            x: __m128i,
+            r0: __m256i,
+            r1: __m256i,
+            out: *mut u8,
+        ) {
             if B == 2 {
-                let rv = _mm256_loadu_si256(r.cast());
-                let sign = _mm256_sll_epi16(_mm256_srl_epi16(rv, self.live), self.sign);
+                let sign = _mm256_sll_epi16(_mm256_srl_epi16(r0, self.live), self.sign);
                 let mask = _mm256_set1_epi16(self.live_mask as u16 as i16);
-                let mant = _mm256_sll_epi16(_mm256_and_si256(rv, mask), self.mantissa);
+                let mant = _mm256_sll_epi16(_mm256_and_si256(r0, mask), self.mantissa);
                 let exp = _mm256_sll_epi16(_mm256_cvtepu8_epi16(x), self.exponent);
                 let u = _mm256_or_si256(_mm256_or_si256(sign, mant), exp);
                 _mm256_storeu_si256(out.cast(), u);
             } else {
                 let mask = _mm256_set1_epi32(self.live_mask as i32);
-                for half in 0..2 {
-                    let rv = _mm256_loadu_si256(r.add(32 * half).cast());
+                for (half, rv) in [r0, r1].into_iter().enumerate() {
                     let sign = _mm256_sll_epi32(_mm256_srl_epi32(rv, self.live), self.sign);
                     let mant = _mm256_sll_epi32(_mm256_and_si256(rv, mask), self.mantissa);
                     let xh = if half == 0 { x } else { _mm_srli_si128::<8>(x) };
@@ -640,31 +654,116 @@ mod x86 {
             .zip(rb.chunks_exact(16 * B));
         for ((o, xs), rs) in blocks {
             let xv = _mm_loadu_si128(window::<16>(xs, 0).cast());
-            merge.store16::<B>(xv, rs, o);
+            // `rs` holds 16 residuals: one register for B == 2, two for B == 4.
+            let r0 = _mm256_loadu_si256(window::<32>(rs, 0).cast());
+            let r1 = if B == 2 {
+                r0
+            } else {
+                _mm256_loadu_si256(window::<32>(rs, 32).cast())
+            };
+            merge.store16::<B>(xv, r0, r1, window_mut::<32>(o, 0));
         }
         let q = n / 16 * 16;
         kernels::merge_store::<B, L>(fields, &x[q..n], &r[q..n], &mut out[B * q..B * n]);
     }
 
-    /// [`kernels::resolve_store`] for tables of at most 16 symbols, fused: per 16 elements one
-    /// byte shuffle looks the codes up, the escape mask's shuffle pattern places the deeper
-    /// exponents, and the merge stores the elements, with no intermediate array.
+    /// Where [`resolve_store`] reads the residuals: straight from the plane's words when the
+    /// chunk is one run of words in every sub-plane (the usual case), else from lanes unpacked
+    /// beforehand.
+    enum Residuals {
+        Words {
+            /// Per sub-plane: byte offset of the chunk's first word, bit to take, bit to place
+            /// at, field mask.
+            subs: [(usize, __m128i, __m128i, __m256i); 5],
+            len: usize,
+        },
+        Lanes(*const u8),
+    }
+
+    impl Residuals {
+        /// The residuals of elements `at..at + 16` of the chunk: 16-bit lanes in the first
+        /// register for `B == 2`; 32-bit lanes, 8 per register, for `B == 4`.
+        #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+        #[inline]
+        unsafe fn load16<const B: usize>(&self, frame: *const u8, at: usize) -> (__m256i, __m256i) {
+            match self {
+                Residuals::Lanes(r) => {
+                    let r = r.add(B * at);
+                    (
+                        _mm256_loadu_si256(r.cast()),
+                        _mm256_loadu_si256(r.add(32).cast()),
+                    )
+                }
+                Residuals::Words { subs, len } => {
+                    let (mut lo, mut hi) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+                    for &(offset, take, place, mask) in &subs[..*len] {
+                        let w = _mm256_loadu_si256(frame.add(offset + 2 * at).cast());
+                        let f = _mm256_and_si256(_mm256_srl_epi16(w, take), mask);
+                        if B == 2 {
+                            lo = _mm256_or_si256(lo, _mm256_sll_epi16(f, place));
+                        } else {
+                            let f0 = _mm256_cvtepu16_epi32(_mm256_castsi256_si128(f));
+                            let f1 = _mm256_cvtepu16_epi32(_mm256_extracti128_si256::<1>(f));
+                            lo = _mm256_or_si256(lo, _mm256_sll_epi32(f0, place));
+                            hi = _mm256_or_si256(hi, _mm256_sll_epi32(f1, place));
+                        }
+                    }
+                    (lo, hi)
+                }
+            }
+        }
+    }
+
+    /// [`kernels::resolve_store`] with the residual unpack fused in, for tables of at most 16
+    /// symbols: per 16 elements one byte shuffle looks the codes up, the escape mask's shuffle
+    /// pattern places the deeper exponents, the residual fields are read from their words, and
+    /// the merge stores the elements, with no intermediate array.
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
     #[allow(clippy::too_many_arguments)]
     unsafe fn resolve_store<const B: usize, L: Lane>(
         fields: &Fields,
+        frame: &[u8],
+        plane: &Plane,
+        start: usize,
         codes: &[u8],
         table: &[u8; 16],
         masks: &[u64],
         deeper: &[u8],
-        r: &[L],
         out: &mut [u8],
     ) {
+        let n = codes.len().min(out.len() / B).min(kernels::CHUNK);
+        let mut lanes = [L::default(); kernels::CHUNK];
+        let mut subs = [(
+            0,
+            _mm_setzero_si128(),
+            _mm_setzero_si128(),
+            _mm256_setzero_si256(),
+        ); 5];
+        let mut in_place = true;
+        for (slot, sub) in subs.iter_mut().zip(plane.subs()) {
+            let (j, bit) = (start % sub.words, (start / sub.words) as u32 * sub.bits);
+            let offset = sub.offset + 2 * j;
+            // One run of words, all inside the frame (16 past the last, for the 16-word loads).
+            in_place &= j + n <= sub.words && offset + 2 * (n / 16 * 16) <= frame.len();
+            *slot = (
+                offset,
+                _mm_cvtsi32_si128(bit as i32),
+                _mm_cvtsi32_si128(sub.shift as i32),
+                _mm256_set1_epi16(((1u32 << sub.bits) - 1) as u16 as i16),
+            );
+        }
+        let residuals = if in_place {
+            Residuals::Words {
+                subs,
+                len: plane.len,
+            }
+        } else {
+            unpack(frame, plane, start, &mut lanes[..n]);
+            Residuals::Lanes(lanes.as_ptr().cast())
+        };
         let merge = Merge::new(fields);
         let lut = _mm_loadu_si128(table.as_ptr().cast());
-        let n = codes.len().min(r.len()).min(out.len() / B);
-        let rb: &[u8] = bytemuck::cast_slice(&r[..n]);
         let (mut k, mut q) = (0, 0);
         // Whole blocks of 64 (one mask word). Before a block `k <= q` (at most one value per
         // element so far), so `deeper.len() >= n + 16` lets every 16-byte read below stay inside.
@@ -675,17 +774,15 @@ mod x86 {
                 for step in 0..4 {
                     let at = block + 16 * step;
                     // SAFETY: `at + 16 <= n <= codes.len()`, `k + 16 <= at + 16 <= deeper.len()`,
-                    // and the residual and output ranges are `B * (at..at + 16) <= B * n`.
+                    // the output range is `B * (at..at + 16) <= B * n`, and the residual words
+                    // were checked above (or the lanes hold `n` residuals).
                     let c = _mm_loadu_si128(codes.as_ptr().add(at).cast());
                     let pattern = expand_pattern(bits as u16);
                     let values = _mm_loadu_si128(deeper.as_ptr().add(k).cast());
                     let placed = _mm_shuffle_epi8(values, pattern);
                     let x = _mm_blendv_epi8(placed, _mm_shuffle_epi8(lut, c), pattern);
-                    merge.store16_raw::<B>(
-                        x,
-                        rb.as_ptr().add(B * at),
-                        out.as_mut_ptr().add(B * at),
-                    );
+                    let (r0, r1) = residuals.load16::<B>(frame.as_ptr(), at);
+                    merge.store16::<B>(x, r0, r1, out.as_mut_ptr().add(B * at));
                     k += (bits as u16).count_ones() as usize;
                     bits >>= 16;
                 }
@@ -693,7 +790,7 @@ mod x86 {
             }
         }
         if q < n {
-            // The last elements (fewer than 16, or too near the end of `deeper`).
+            // The last elements (fewer than 64, or too near the end of `deeper`).
             let mut x = [0u8; kernels::CHUNK];
             let x = &mut x[..n - q];
             kernels::lookup(&codes[q..n], &table_of(table), 16, x);
@@ -703,7 +800,9 @@ mod x86 {
                     k += 1;
                 }
             }
-            kernels::merge_store::<B, L>(fields, x, &r[q..n], &mut out[B * q..B * n]);
+            let r = &mut lanes[..n - q];
+            unpack(frame, plane, start + q, r);
+            kernels::merge_store::<B, L>(fields, x, r, &mut out[B * q..B * n]);
         }
     }
 
