@@ -908,8 +908,10 @@ impl GroupRanges {
             }
             // at_least[g]: of those, the groups whose smallest exponent is at least g.
             let mut at_least = [0u32; MAX_SYMBOLS + 1];
-            for g in (0..MAX_SYMBOLS).rev() {
-                at_least[g] = at_least[g + 1] + fits[g];
+            let mut sum = 0;
+            for (a, &f) in at_least[..MAX_SYMBOLS].iter_mut().zip(&fits).rev() {
+                sum += f;
+                *a = sum;
             }
             let base = i64::from(first) + c as i64;
             for (m, count) in row.iter_mut().enumerate() {
