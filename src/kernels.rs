@@ -906,17 +906,11 @@ impl GroupRanges {
             for (f, &j) in fits.iter_mut().zip(&joint[c]) {
                 *f += u32::from(j);
             }
-            // at_least[g]: of those, the groups whose smallest exponent is at least g.
-            let mut at_least = [0u32; MAX_SYMBOLS + 1];
-            let mut sum = 0;
-            for (a, &f) in at_least[..MAX_SYMBOLS].iter_mut().zip(&fits).rev() {
-                sum += f;
-                *a = sum;
-            }
             let base = i64::from(first) + c as i64;
             for (m, count) in row.iter_mut().enumerate() {
+                // Those whose smallest exponent is above base - 2^m.
                 let lowest = (base - (1i64 << m) + 1).clamp(0, MAX_SYMBOLS as i64) as usize;
-                *count = at_least[lowest];
+                *count = fits[lowest..].iter().sum();
             }
         }
         unflagged
