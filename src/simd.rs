@@ -669,7 +669,8 @@ mod x86 {
 
     /// Where [`resolve_store`] reads the residuals: straight from the plane's words when the
     /// chunk is one run of words in every sub-plane (the usual case), else from lanes unpacked
-    /// beforehand.
+    /// beforehand. (Built once per chunk on the stack, so its size does not matter.)
+    #[allow(clippy::large_enum_variant)]
     enum Residuals {
         Words {
             /// Per sub-plane: byte offset of the chunk's first word, bit to take, bit to place
@@ -821,5 +822,237 @@ mod x86 {
         let (lo, hi) = (usize::from(bits as u8), usize::from(bits >> 8));
         let offset = 0x0101_0101_0101_0101u64 * u64::from((lo as u32).count_ones());
         _mm_set_epi64x(EXPAND[hi].wrapping_add(offset) as i64, EXPAND[lo] as i64)
+    }
+}
+
+#[cfg(all(test, feature = "std", target_arch = "x86_64"))]
+mod tests {
+    //! Every AVX2 kernel against its portable twin, on random data, across lengths and plane
+    //! geometries that exercise the vector steps, their padded tails and the scalar fallbacks.
+    use super::*;
+    use crate::format::Dtype;
+    use crate::kernels::{PlaneWriter, CHUNK};
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    fn avx2() -> Option<Avx2> {
+        let isa = Avx2::detect();
+        if isa.is_none() {
+            std::println!("no AVX2 here: nothing to compare");
+        }
+        isa
+    }
+
+    /// A frame holding one plane of `count` random `width`-bit values at offset 64, and the values.
+    fn random_plane(
+        rng: &mut Rng,
+        width: u32,
+        count: usize,
+    ) -> (std::vec::Vec<u8>, Plane, std::vec::Vec<u32>) {
+        let plane = Plane::at(64, width, count);
+        let mut frame = std::vec![0u8; plane.end() + 64];
+        let values: std::vec::Vec<u32> = (0..count)
+            .map(|_| (rng.next() as u32) & ((1u64 << width) - 1) as u32)
+            .collect();
+        let mut w = PlaneWriter::new(plane);
+        for &v in &values {
+            w.push(&mut frame, v);
+        }
+        (frame, plane, values)
+    }
+
+    #[test]
+    fn unpack_and_pack_agree() {
+        let Some(isa) = avx2() else { return };
+        let mut rng = Rng(1);
+        for case in 0..600 {
+            let width = 1 + rng.below(24) as u32;
+            let count = 1 + rng.below(if case % 3 == 0 { 40 } else { 3000 });
+            let (frame, plane, values) = random_plane(&mut rng, width, count);
+            let start = rng.below(count);
+            let len = rng.below(count - start + 1).min(CHUNK);
+            let check = |lane_bits: u32| {
+                let mask = if lane_bits == 32 {
+                    u32::MAX
+                } else {
+                    (1 << lane_bits) - 1
+                };
+                let want: std::vec::Vec<u32> = values[start..start + len]
+                    .iter()
+                    .map(|v| v & mask)
+                    .collect();
+                want
+            };
+            // Unpack into each lane type the values fit (u8 lanes also truncate wider ones).
+            let mut a8 = std::vec![7u8; len];
+            let mut b8 = std::vec![9u8; len];
+            isa.unpack(&frame, &plane, start, &mut a8);
+            Portable.unpack(&frame, &plane, start, &mut b8);
+            assert_eq!(
+                a8, b8,
+                "u8 width {width} count {count} start {start} len {len}"
+            );
+            let mut a16 = std::vec![7u16; len];
+            let mut b16 = std::vec![9u16; len];
+            isa.unpack(&frame, &plane, start, &mut a16);
+            Portable.unpack(&frame, &plane, start, &mut b16);
+            assert_eq!(a16, b16, "u16 width {width}");
+            let mut a32 = std::vec![7u32; len];
+            isa.unpack(&frame, &plane, start, &mut a32);
+            assert_eq!(
+                a32,
+                check(32),
+                "u32 width {width} count {count} start {start}"
+            );
+            // Packing the values back (from each lane type that holds them) rebuilds the bytes.
+            let mut packed = std::vec![0u8; frame.len()];
+            let mut at = 0;
+            while at < count {
+                let n = (1 + rng.below(CHUNK)).min(count - at);
+                if width <= 8 {
+                    let v: std::vec::Vec<u8> =
+                        values[at..at + n].iter().map(|&v| v as u8).collect();
+                    isa.pack(&mut packed, &plane, at, &v);
+                } else if width <= 16 {
+                    let v: std::vec::Vec<u16> =
+                        values[at..at + n].iter().map(|&v| v as u16).collect();
+                    isa.pack(&mut packed, &plane, at, &v);
+                } else {
+                    isa.pack(&mut packed, &plane, at, &values[at..at + n]);
+                }
+                at += n;
+            }
+            assert_eq!(packed, frame, "pack width {width} count {count}");
+        }
+    }
+
+    #[test]
+    fn byte_kernels_agree() {
+        let Some(isa) = avx2() else { return };
+        let mut rng = Rng(2);
+        for _ in 0..2000 {
+            let len = rng.below(CHUNK + 1);
+            let width = 1 + rng.below(8) as u32;
+            let escape = ((1u32 << width) - 1) as u8;
+            let codes: std::vec::Vec<u8> = (0..len)
+                .map(|_| {
+                    if rng.below(3) == 0 {
+                        escape
+                    } else {
+                        rng.below(escape as usize + 1) as u8
+                    }
+                })
+                .collect();
+            let mut table = [0u8; MAX_SYMBOLS];
+            for t in table.iter_mut().take(usize::from(escape)) {
+                *t = rng.next() as u8;
+            }
+            let (mut a, mut b) = (std::vec![1u8; len], std::vec![2u8; len]);
+            isa.lookup(&codes, &table, usize::from(escape), &mut a);
+            Portable.lookup(&codes, &table, usize::from(escape), &mut b);
+            assert_eq!(a, b, "lookup");
+            let (mut ma, mut mb) = ([0u64; CHUNK / 64], [0u64; CHUNK / 64]);
+            let na = isa.escape_masks(&codes, escape, &mut ma);
+            let nb = Portable.escape_masks(&codes, escape, &mut mb);
+            assert_eq!((na, ma), (nb, mb), "escape masks");
+            let values: std::vec::Vec<u8> =
+                (0..na + rng.below(40)).map(|_| rng.next() as u8).collect();
+            let (mut ea, mut eb) = (a.clone(), a.clone());
+            assert_eq!(
+                isa.expand(&ma, &values, &mut ea),
+                Portable.expand(&ma, &values, &mut eb)
+            );
+            assert_eq!(ea, eb, "expand");
+            let mut ca = std::vec![0u8; len + rng.below(16)];
+            let mut cb = ca.clone();
+            assert_eq!(
+                isa.compress(&ma, &codes, &mut ca),
+                Portable.compress(&ma, &codes, &mut cb)
+            );
+            assert_eq!(ca[..na], cb[..na], "compress");
+        }
+    }
+
+    #[test]
+    fn merge_and_resolve_agree() {
+        let Some(isa) = avx2() else { return };
+        let mut rng = Rng(3);
+        for case in 0..900 {
+            let dtype = Dtype::ALL[case % 3];
+            let fields = Fields::new(dtype, rng.below(dtype.mantissa_bits() as usize + 1) as u32);
+            let count = 1 + rng.below(5000);
+            let (frame, plane, _) = random_plane(&mut rng, fields.residual_bits(), count);
+            let start = rng.below(count);
+            let len = rng.below(count - start + 1).min(CHUNK);
+            let width = 1 + rng.below(5);
+            let symbols = (1usize << width) - 1;
+            let codes: std::vec::Vec<u8> = (0..len).map(|_| rng.below(symbols + 1) as u8).collect();
+            let mut table = [0u8; MAX_SYMBOLS];
+            for t in table.iter_mut().take(symbols) {
+                *t = (rng.next() as u32 & ((1 << fields.e) - 1)) as u8;
+            }
+            let mut masks = [0u64; CHUNK / 64];
+            let escaped = Portable.escape_masks(&codes, symbols as u8, &mut masks);
+            let deeper: std::vec::Vec<u8> = (0..escaped + rng.below(3) * 16)
+                .map(|_| (rng.next() as u32 & ((1 << fields.e) - 1)) as u8)
+                .collect();
+            let run = |isa_avx2: bool, b: usize| {
+                let mut out = std::vec![5u8; b * len];
+                match (isa_avx2, b) {
+                    (true, 2) => isa.resolve_store::<2, u16>(
+                        &fields, &frame, &plane, start, &codes, &table, symbols, &masks, &deeper,
+                        &mut out,
+                    ),
+                    (true, _) => isa.resolve_store::<4, u32>(
+                        &fields, &frame, &plane, start, &codes, &table, symbols, &masks, &deeper,
+                        &mut out,
+                    ),
+                    (false, 2) => Portable.resolve_store::<2, u16>(
+                        &fields, &frame, &plane, start, &codes, &table, symbols, &masks, &deeper,
+                        &mut out,
+                    ),
+                    (false, _) => Portable.resolve_store::<4, u32>(
+                        &fields, &frame, &plane, start, &codes, &table, symbols, &masks, &deeper,
+                        &mut out,
+                    ),
+                }
+                out
+            };
+            let b = dtype.element_bytes();
+            assert_eq!(
+                run(true, b),
+                run(false, b),
+                "resolve_store {dtype:?} count {count} start {start} len {len} width {width}"
+            );
+            // merge_store alone, and the element split that inverts it.
+            let mut r16 = std::vec![0u16; len];
+            let mut r32 = std::vec![0u32; len];
+            Portable.unpack(&frame, &plane, start, &mut r16);
+            Portable.unpack(&frame, &plane, start, &mut r32);
+            let x: std::vec::Vec<u8> = (0..len)
+                .map(|_| (rng.next() as u32 & ((1 << fields.e) - 1)) as u8)
+                .collect();
+            let (mut a, mut c) = (std::vec![1u8; b * len], std::vec![2u8; b * len]);
+            if b == 2 {
+                isa.merge_store::<2, u16>(&fields, &x, &r16, &mut a);
+                Portable.merge_store::<2, u16>(&fields, &x, &r16, &mut c);
+            } else {
+                isa.merge_store::<4, u32>(&fields, &x, &r32, &mut a);
+                Portable.merge_store::<4, u32>(&fields, &x, &r32, &mut c);
+            }
+            assert_eq!(a, c, "merge_store {dtype:?}");
+        }
     }
 }
