@@ -162,6 +162,30 @@ mod x86 {
         }
 
         #[inline(always)]
+        fn rank_codes(self, x: &[u8], symbols: &[u8], out: &mut [u8]) {
+            if symbols.len() <= 16 {
+                unsafe { rank_codes16(x, symbols, out) }
+            } else {
+                kernels::rank_codes(x, symbols, out)
+            }
+        }
+
+        #[inline(always)]
+        fn split_load<const B: usize, L: Lane>(
+            self,
+            fields: &Fields,
+            input: &[u8],
+            x: &mut [u8],
+            r: &mut [L],
+        ) {
+            if B == 2 && L::BITS == 16 {
+                unsafe { split16(fields, input, x, bytemuck::cast_slice_mut(r)) }
+            } else {
+                kernels::split_load::<B, L>(fields, input, x, r)
+            }
+        }
+
+        #[inline(always)]
         fn lookup(self, codes: &[u8], table: &[u8; MAX_SYMBOLS], symbols: usize, out: &mut [u8]) {
             if symbols <= 16 {
                 // Codes at or past `symbols` read zero, as in the portable version.
@@ -498,6 +522,61 @@ mod x86 {
         for q in q..n {
             out[q] = table[usize::from(codes[q] & 15)];
         }
+    }
+
+    /// [`kernels::rank_codes`] for up to 16 symbols: a compare and a blend per symbol per 32
+    /// exponents.
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    #[inline]
+    unsafe fn rank_codes16(x: &[u8], symbols: &[u8], out: &mut [u8]) {
+        let n = x.len().min(out.len());
+        let escape = _mm256_set1_epi8(symbols.len() as i8);
+        for (xs, o) in x[..n].chunks_exact(32).zip(out[..n].chunks_exact_mut(32)) {
+            let v = _mm256_loadu_si256(window::<32>(xs, 0).cast());
+            let mut code = escape;
+            for (s, &symbol) in symbols.iter().enumerate() {
+                let hit = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(symbol as i8));
+                code = _mm256_blendv_epi8(code, _mm256_set1_epi8(s as i8), hit);
+            }
+            _mm256_storeu_si256(window_mut::<32>(o, 0).cast(), code);
+        }
+        let q = n / 32 * 32;
+        kernels::rank_codes(&x[q..n], symbols, &mut out[q..n]);
+    }
+
+    /// [`kernels::split_load`] for 2-byte elements: 16 per step, exponents narrowed to bytes.
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    #[inline]
+    unsafe fn split16(fields: &Fields, input: &[u8], x: &mut [u8], r: &mut [u16]) {
+        let n = x.len().min(r.len()).min(input.len() / 2);
+        let live = fields.m - fields.k;
+        let exponent_mask = _mm256_set1_epi16(((1u32 << fields.e) - 1) as i16);
+        let mantissa_mask = _mm256_set1_epi16(((1u32 << fields.m) - 1) as i16);
+        let (m, k) = (
+            _mm_cvtsi32_si128(fields.m as i32),
+            _mm_cvtsi32_si128(fields.k as i32),
+        );
+        let sign_at = _mm_cvtsi32_si128((fields.e + fields.m) as i32);
+        let live = _mm_cvtsi32_si128(live as i32);
+        let rb: &mut [u8] = bytemuck::cast_slice_mut(&mut r[..n]);
+        let steps = input[..2 * n]
+            .chunks_exact(32)
+            .zip(x[..n].chunks_exact_mut(16))
+            .zip(rb.chunks_exact_mut(32));
+        for ((e, xs), rs) in steps {
+            let u = _mm256_loadu_si256(window::<32>(e, 0).cast());
+            let exps = _mm256_and_si256(_mm256_srl_epi16(u, m), exponent_mask);
+            let bytes = _mm256_permute4x64_epi64::<0xD8>(_mm256_packus_epi16(exps, exps));
+            _mm_storeu_si128(
+                window_mut::<16>(xs, 0).cast(),
+                _mm256_castsi256_si128(bytes),
+            );
+            let sign = _mm256_sll_epi16(_mm256_srl_epi16(u, sign_at), live);
+            let mant = _mm256_srl_epi16(_mm256_and_si256(u, mantissa_mask), k);
+            _mm256_storeu_si256(window_mut::<32>(rs, 0).cast(), _mm256_or_si256(sign, mant));
+        }
+        let q = n / 16 * 16;
+        kernels::split_load::<2, u16>(fields, &input[2 * q..2 * n], &mut x[q..n], &mut r[q..n]);
     }
 
     /// [`kernels::escape_masks`]: one compare and one movemask per 32 codes.
@@ -975,6 +1054,19 @@ mod tests {
                 Portable.expand(&ma, &values, &mut eb)
             );
             assert_eq!(ea, eb, "expand");
+            let symbols: std::vec::Vec<u8> = {
+                let mut all: std::vec::Vec<u8> = (0..=255).collect();
+                for i in (1..all.len()).rev() {
+                    all.swap(i, rng.below(i + 1));
+                }
+                let most = if rng.below(4) == 0 { 255 } else { 17 };
+                all.truncate(rng.below(most));
+                all
+            };
+            let (mut ra, mut rb) = (std::vec![1u8; len], std::vec![2u8; len]);
+            isa.rank_codes(&codes, &symbols, &mut ra);
+            Portable.rank_codes(&codes, &symbols, &mut rb);
+            assert_eq!(ra, rb, "rank_codes of {} symbols", symbols.len());
             let mut ca = std::vec![0u8; len + rng.below(16)];
             let mut cb = ca.clone();
             assert_eq!(
@@ -1053,6 +1145,20 @@ mod tests {
                 Portable.merge_store::<4, u32>(&fields, &x, &r32, &mut c);
             }
             assert_eq!(a, c, "merge_store {dtype:?}");
+            // The split inverts the merge (same exponents and residuals from either kernel).
+            let (mut xa, mut xb) = (std::vec![0u8; len], std::vec![1u8; len]);
+            if b == 2 {
+                let (mut ra, mut rb) = (std::vec![0u16; len], std::vec![1u16; len]);
+                isa.split_load::<2, u16>(&fields, &a, &mut xa, &mut ra);
+                Portable.split_load::<2, u16>(&fields, &a, &mut xb, &mut rb);
+                assert_eq!((&xa, &ra), (&xb, &rb), "split_load {dtype:?}");
+                assert_eq!((&xa, &ra), (&x, &r16), "split_load inverts merge_store");
+            } else {
+                let (mut ra, mut rb) = (std::vec![0u32; len], std::vec![1u32; len]);
+                isa.split_load::<4, u32>(&fields, &a, &mut xa, &mut ra);
+                Portable.split_load::<4, u32>(&fields, &a, &mut xb, &mut rb);
+                assert_eq!((&xa, &ra), (&xb, &rb), "split_load {dtype:?}");
+            }
         }
     }
 }
