@@ -278,14 +278,20 @@ mod x86 {
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
     unsafe fn unpack<L: Lane>(frame: &[u8], plane: &Plane, start: usize, out: &mut [L]) {
-        out.fill(L::default());
+        if plane.subs().is_empty() {
+            // A plane of width 0: every value is 0.
+            out.fill(L::default());
+        }
         if out.is_empty() {
             return;
         }
+        // The first sub-plane's fields are stored, the others ORed in: every value has a field
+        // in every sub-plane, so each lane is written before it is ORed.
         let lanes = out.len();
         let out: &mut [u8] = bytemuck::cast_slice_mut(out);
         let lane_bytes = (L::BITS / 8) as usize;
-        for sub in plane.subs() {
+        for (s, sub) in plane.subs().iter().enumerate() {
+            let first = s == 0;
             let field_mask = (1u32 << sub.bits) - 1;
             let (mut j, mut bit) = (start % sub.words, (start / sub.words) as u32 * sub.bits);
             let mut done = 0;
@@ -299,15 +305,15 @@ mod x86 {
                     .chunks_exact(2 * STEP)
                     .zip(dst.chunks_exact_mut(lane_bytes * STEP));
                 for (w, d) in steps {
-                    unpack_step::<L>(w, shifts, d);
+                    unpack_step::<L>(w, shifts, first, d);
                 }
                 let q = run / STEP * STEP;
                 if q < run && words.len() >= 2 * (q + STEP) {
                     let mut scratch = [0u8; 4 * STEP];
                     let scratch = &mut scratch[..lane_bytes * STEP];
-                    unpack_step::<L>(&words[2 * q..2 * q + 2 * STEP], shifts, scratch);
+                    unpack_step::<L>(&words[2 * q..2 * q + 2 * STEP], shifts, true, scratch);
                     for (d, s) in dst[lane_bytes * q..].iter_mut().zip(scratch.iter()) {
-                        *d |= s;
+                        *d = if first { *s } else { *d | s };
                     }
                 } else {
                     for q in q..run {
@@ -315,7 +321,7 @@ mod x86 {
                         let field = ((w >> bit) & field_mask) << sub.shift;
                         let lane = &mut dst[lane_bytes * q..lane_bytes * (q + 1)];
                         for (b, f) in lane.iter_mut().zip(field.to_le_bytes()) {
-                            *b |= f;
+                            *b = if first { f } else { *b | f };
                         }
                     }
                 }
@@ -333,6 +339,7 @@ mod x86 {
     unsafe fn unpack_step<L: Lane>(
         words: &[u8],
         (take, place, mask): (u32, u32, u32),
+        first: bool,
         dst: &mut [u8],
     ) {
         let w = _mm256_loadu_si256(window::<32>(words, 0).cast());
@@ -349,12 +356,22 @@ mod x86 {
                 let v = _mm256_permute4x64_epi64::<0xD8>(_mm256_packus_epi16(v, v));
                 let v = _mm256_castsi256_si128(v);
                 let o = window_mut::<16>(dst, 0).cast::<__m128i>();
-                _mm_storeu_si128(o, _mm_or_si128(_mm_loadu_si128(o), v));
+                let v = if first {
+                    v
+                } else {
+                    _mm_or_si128(_mm_loadu_si128(o), v)
+                };
+                _mm_storeu_si128(o, v);
             }
             16 => {
                 let v = _mm256_sll_epi16(v, place);
                 let o = window_mut::<32>(dst, 0).cast::<__m256i>();
-                _mm256_storeu_si256(o, _mm256_or_si256(_mm256_loadu_si256(o), v));
+                let v = if first {
+                    v
+                } else {
+                    _mm256_or_si256(_mm256_loadu_si256(o), v)
+                };
+                _mm256_storeu_si256(o, v);
             }
             _ => {
                 for half in 0..2 {
@@ -365,7 +382,12 @@ mod x86 {
                     };
                     let v = _mm256_sll_epi32(_mm256_cvtepu16_epi32(h), place);
                     let o = window_mut::<32>(dst, 32 * half).cast::<__m256i>();
-                    _mm256_storeu_si256(o, _mm256_or_si256(_mm256_loadu_si256(o), v));
+                    let v = if first {
+                        v
+                    } else {
+                        _mm256_or_si256(_mm256_loadu_si256(o), v)
+                    };
+                    _mm256_storeu_si256(o, v);
                 }
             }
         }
@@ -957,7 +979,7 @@ mod tests {
         let Some(isa) = avx2() else { return };
         let mut rng = Rng(1);
         for case in 0..600 {
-            let width = 1 + rng.below(24) as u32;
+            let width = rng.below(25) as u32; // 0: a plane of zeros with no sub-planes
             let count = 1 + rng.below(if case % 3 == 0 { 40 } else { 3000 });
             let (frame, plane, values) = random_plane(&mut rng, width, count);
             let start = rng.below(count);
