@@ -948,6 +948,15 @@ mod tests {
         }
     }
 
+    /// Cases per test: fewer under Miri, which interprets every intrinsic.
+    fn cases(native: usize) -> usize {
+        if cfg!(miri) {
+            native / 50
+        } else {
+            native
+        }
+    }
+
     fn avx2() -> Option<Avx2> {
         let isa = Avx2::detect();
         if isa.is_none() {
@@ -978,7 +987,7 @@ mod tests {
     fn unpack_and_pack_agree() {
         let Some(isa) = avx2() else { return };
         let mut rng = Rng(1);
-        for case in 0..600 {
+        for case in 0..cases(600) {
             let width = rng.below(25) as u32; // 0: a plane of zeros with no sub-planes
             let count = 1 + rng.below(if case % 3 == 0 { 40 } else { 3000 });
             let (frame, plane, values) = random_plane(&mut rng, width, count);
@@ -1043,7 +1052,7 @@ mod tests {
     fn byte_kernels_agree() {
         let Some(isa) = avx2() else { return };
         let mut rng = Rng(2);
-        for _ in 0..2000 {
+        for _ in 0..cases(2000) {
             let len = rng.below(CHUNK + 1);
             let width = 1 + rng.below(8) as u32;
             let escape = ((1u32 << width) - 1) as u8;
@@ -1103,7 +1112,7 @@ mod tests {
     fn merge_and_resolve_agree() {
         let Some(isa) = avx2() else { return };
         let mut rng = Rng(3);
-        for case in 0..900 {
+        for case in 0..cases(900) {
             let dtype = Dtype::ALL[case % 3];
             let fields = Fields::new(dtype, rng.below(dtype.mantissa_bits() as usize + 1) as u32);
             let count = 1 + rng.below(5000);
