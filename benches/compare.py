@@ -33,7 +33,7 @@ def main():
         rows.append((f'enec {coding}, 1 thread', r['ratio'], r['encode_gbps'] * 1e3, r['decode_gbps'] * 1e3))
         rows.append((f'enec {coding}, {r["threads"]} threads', r['ratio'],
                      r['encode_gbps_threads'] * 1e3, r['decode_gbps_threads'] * 1e3))
-        kernels = 'AVX2' if r['avx2'] else 'portable'
+        kernels = r.get('kernels', 'AVX2' if r['avx2'] else 'portable')
     out = subprocess.run([sys.executable, os.path.join(a.tools, 'bench_codecs.py'), a.corpus, '--dtype', a.dtype,
                           '--reps', str(a.reps), '--codecs', 'memcpy,zstd1,zstd3,zipnn'],
                          check=True, capture_output=True, text=True)

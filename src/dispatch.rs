@@ -66,6 +66,17 @@ pub fn simd_in_use() -> bool {
     false
 }
 
+/// Which kernels run: `"AVX2+AVX-512"` (the AVX2 kernels, with the decoder's final step in
+/// AVX-512 where the CPU has F, BW, VL and VBMI2 and `ENEC_NO_AVX512=1` is not set), `"AVX2"`,
+/// or `"portable"`.
+pub fn kernels_in_use() -> &'static str {
+    #[cfg(all(feature = "std", target_arch = "x86_64"))]
+    if let Some(isa) = avx2() {
+        return if isa.avx512() { "AVX2+AVX-512" } else { "AVX2" };
+    }
+    "portable"
+}
+
 pub(crate) fn encode_frame(
     dtype: Dtype,
     coding: Coding,

@@ -30,8 +30,8 @@ pub enum Coding {
     Ranked,
 }
 
-/// Slack after a scratch array of values to expand, so the vector expansion may read 16 at a time.
-const SLACK: usize = 16;
+/// Slack after a scratch array of values to expand, so the vector expansion may read 32 at a time.
+const SLACK: usize = 32;
 
 /// The most bytes one frame of `elements` elements can take (a stored frame).
 pub fn max_frame_bytes(dtype: Dtype, elements: usize) -> usize {

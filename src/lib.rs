@@ -48,9 +48,9 @@ mod stream;
 pub mod streaming;
 mod typed;
 
-pub use dispatch::simd_in_use;
 #[doc(hidden)]
 pub use dispatch::{decode_frame_portable, encode_frame_portable};
+pub use dispatch::{kernels_in_use, simd_in_use};
 pub use error::{Error, Result};
 pub use format::{max_encoded_len, Dtype, FrameCoding, StreamInfo};
 pub use frame::Coding;

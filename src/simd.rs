@@ -127,19 +127,40 @@ mod x86 {
     use super::*;
     use core::arch::x86_64::*;
 
-    /// AVX2 (with BMI1/2, LZCNT, POPCNT) kernels; only [`Avx2::detect`] makes one.
+    /// AVX2 (with BMI1/2, LZCNT, POPCNT) kernels; only [`Avx2::detect`] makes one. Where the
+    /// CPU also has AVX-512 (F, BW, VL, VBMI2), the decoder's final step uses it: one byte
+    /// expansion instruction (`vpexpandb`) places 32 escaped exponents at a time.
     #[derive(Clone, Copy, Debug)]
-    pub(crate) struct Avx2(());
+    pub(crate) struct Avx2 {
+        avx512: bool,
+    }
 
     impl Avx2 {
-        /// The token, when this CPU has every feature the kernels are compiled for.
+        /// The token, when this CPU has every feature the kernels are compiled for. The
+        /// environment variable `ENEC_NO_AVX512=1` keeps the AVX-512 step off (to compare).
         pub(crate) fn detect() -> Option<Avx2> {
             let has = std::is_x86_feature_detected!("avx2")
                 && std::is_x86_feature_detected!("bmi1")
                 && std::is_x86_feature_detected!("bmi2")
                 && std::is_x86_feature_detected!("lzcnt")
                 && std::is_x86_feature_detected!("popcnt");
-            has.then_some(Avx2(()))
+            let avx512 = std::is_x86_feature_detected!("avx512f")
+                && std::is_x86_feature_detected!("avx512bw")
+                && std::is_x86_feature_detected!("avx512vl")
+                && std::is_x86_feature_detected!("avx512vbmi2")
+                && std::env::var_os("ENEC_NO_AVX512").is_none_or(|v| v != "1");
+            has.then_some(Avx2 { avx512 })
+        }
+
+        /// Whether the AVX-512 step is in use.
+        pub(crate) fn avx512(self) -> bool {
+            self.avx512
+        }
+
+        /// The same token with the AVX-512 step off (tests compare both paths).
+        #[cfg(test)]
+        pub(crate) fn without_avx512(self) -> Avx2 {
+            Avx2 { avx512: false }
         }
     }
 
@@ -226,10 +247,19 @@ mod x86 {
                     // Codes at or past `symbols` read zero, as in the portable version.
                     let mut small = [0u8; 16];
                     small[..symbols].copy_from_slice(&table[..symbols]);
-                    unsafe {
-                        resolve_store::<B, L>(
-                            fields, frame, residual, start, codes, &small, masks, deeper, out,
-                        )
+                    if self.avx512 {
+                        // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI2.
+                        unsafe {
+                            resolve_store512::<B, L>(
+                                fields, frame, residual, start, codes, &small, masks, deeper, out,
+                            )
+                        }
+                    } else {
+                        unsafe {
+                            resolve_store::<B, L>(
+                                fields, frame, residual, start, codes, &small, masks, deeper, out,
+                            )
+                        }
                     }
                 }
                 _ => {
@@ -908,6 +938,129 @@ mod x86 {
         }
     }
 
+    /// [`resolve_store`] with AVX-512: 32 elements per step, the escaped exponents placed by one
+    /// `vpexpandb` under the escape mask, residuals and merge in 512-bit registers. Whole blocks
+    /// of 64 elements whose residual words lie in one run per sub-plane; the rest (and any other
+    /// chunk) goes to the AVX2 version.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt")]
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn resolve_store512<const B: usize, L: Lane>(
+        fields: &Fields,
+        frame: &[u8],
+        plane: &Plane,
+        start: usize,
+        codes: &[u8],
+        table: &[u8; 16],
+        masks: &[u64],
+        deeper: &[u8],
+        out: &mut [u8],
+    ) {
+        let n = codes.len().min(out.len() / B).min(kernels::CHUNK);
+        let blocks = n / 64 * 64;
+        let mut subs = [(0, _mm_setzero_si128(), _mm_setzero_si128(), 0u16); 5];
+        // One run of words per sub-plane, inside the frame; 32 bytes of `deeper` past the last
+        // value it can supply (`k <= q` before each block, as in `resolve_store`).
+        let mut fits = deeper.len() >= blocks + 32;
+        for (slot, sub) in subs.iter_mut().zip(plane.subs()) {
+            let (j, bit) = (start % sub.words, (start / sub.words) as u32 * sub.bits);
+            let offset = sub.offset + 2 * j;
+            fits &= j + blocks <= sub.words && offset + 2 * blocks <= frame.len();
+            *slot = (
+                offset,
+                _mm_cvtsi32_si128(bit as i32),
+                _mm_cvtsi32_si128(sub.shift as i32),
+                ((1u32 << sub.bits) - 1) as u16,
+            );
+        }
+        if !fits || blocks == 0 {
+            return resolve_store::<B, L>(
+                fields, frame, plane, start, codes, table, masks, deeper, out,
+            );
+        }
+        let subs = &subs[..plane.len];
+        let live = fields.m - fields.k;
+        let (live_c, sign_c) = (
+            _mm_cvtsi32_si128(live as i32),
+            _mm_cvtsi32_si128((fields.e + fields.m) as i32),
+        );
+        let (exp_c, mant_c) = (
+            _mm_cvtsi32_si128(fields.m as i32),
+            _mm_cvtsi32_si128(fields.k as i32),
+        );
+        let live_mask = (1u32 << live) - 1;
+        let lut = _mm256_broadcastsi128_si256(_mm_loadu_si128(table.as_ptr().cast()));
+        let (fp, op) = (frame.as_ptr(), out.as_mut_ptr());
+        let mut k = 0;
+        for q in (0..blocks).step_by(64) {
+            let word = masks[q / 64];
+            for half in 0..2 {
+                let at = q + 32 * half;
+                let bits = (word >> (32 * half)) as u32;
+                // SAFETY: `at + 32 <= blocks <= n <= codes.len()`; `k + 32 <= at + 32 <=
+                // deeper.len()`; the residual words `offset + 2 * (at..at + 32)` and the output
+                // `B * (at..at + 32)` were checked above.
+                let c = _mm256_loadu_si256(codes.as_ptr().add(at).cast());
+                let values = _mm256_loadu_si256(deeper.as_ptr().add(k).cast());
+                let x = _mm256_mask_expand_epi8(_mm256_shuffle_epi8(lut, c), bits, values);
+                k += bits.count_ones() as usize;
+                if B == 2 {
+                    let mut r = _mm512_setzero_si512();
+                    for &(offset, take, place, mask) in subs {
+                        let w = _mm512_loadu_si512(fp.add(offset + 2 * at).cast());
+                        let f = _mm512_and_si512(
+                            _mm512_srl_epi16(w, take),
+                            _mm512_set1_epi16(mask as i16),
+                        );
+                        r = _mm512_or_si512(r, _mm512_sll_epi16(f, place));
+                    }
+                    let sign = _mm512_sll_epi16(_mm512_srl_epi16(r, live_c), sign_c);
+                    let mant = _mm512_and_si512(r, _mm512_set1_epi16(live_mask as u16 as i16));
+                    let mant = _mm512_sll_epi16(mant, mant_c);
+                    let exp = _mm512_sll_epi16(_mm512_cvtepu8_epi16(x), exp_c);
+                    let u = _mm512_or_si512(_mm512_or_si512(sign, mant), exp);
+                    _mm512_storeu_si512(op.add(2 * at).cast(), u);
+                } else {
+                    let (mut lo, mut hi) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+                    for &(offset, take, place, mask) in subs {
+                        let w = _mm512_loadu_si512(fp.add(offset + 2 * at).cast());
+                        let f = _mm512_and_si512(
+                            _mm512_srl_epi16(w, take),
+                            _mm512_set1_epi16(mask as i16),
+                        );
+                        let f0 = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(f));
+                        let f1 = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64::<1>(f));
+                        lo = _mm512_or_si512(lo, _mm512_sll_epi32(f0, place));
+                        hi = _mm512_or_si512(hi, _mm512_sll_epi32(f1, place));
+                    }
+                    let xs = [_mm256_castsi256_si128(x), _mm256_extracti128_si256::<1>(x)];
+                    for (i, (r, xh)) in [lo, hi].into_iter().zip(xs).enumerate() {
+                        let sign = _mm512_sll_epi32(_mm512_srl_epi32(r, live_c), sign_c);
+                        let mant = _mm512_and_si512(r, _mm512_set1_epi32(live_mask as i32));
+                        let mant = _mm512_sll_epi32(mant, mant_c);
+                        let exp = _mm512_sll_epi32(_mm512_cvtepu8_epi32(xh), exp_c);
+                        let u = _mm512_or_si512(_mm512_or_si512(sign, mant), exp);
+                        _mm512_storeu_si512(op.add(4 * at + 64 * i).cast(), u);
+                    }
+                }
+            }
+        }
+        if blocks < n {
+            // The last elements: the AVX2 step, from the next mask word and deeper value on.
+            resolve_store::<B, L>(
+                fields,
+                frame,
+                plane,
+                start + blocks,
+                &codes[blocks..n],
+                table,
+                &masks[blocks / 64..],
+                &deeper[k..],
+                &mut out[B * blocks..B * n],
+            );
+        }
+    }
+
     /// A 16-entry table widened to the portable kernels' table type.
     fn table_of(table: &[u8; 16]) -> [u8; MAX_SYMBOLS] {
         let mut wide = [0u8; MAX_SYMBOLS];
@@ -1110,9 +1263,15 @@ mod tests {
 
     #[test]
     fn merge_and_resolve_agree() {
-        let Some(isa) = avx2() else { return };
+        let Some(detected) = avx2() else { return };
         let mut rng = Rng(3);
         for case in 0..cases(900) {
+            // Odd cases without the AVX-512 final step (even ones with it, where the CPU has it).
+            let isa = if case % 2 == 0 {
+                detected
+            } else {
+                detected.without_avx512()
+            };
             let dtype = Dtype::ALL[case % 3];
             let fields = Fields::new(dtype, rng.below(dtype.mantissa_bits() as usize + 1) as u32);
             let count = 1 + rng.below(5000);

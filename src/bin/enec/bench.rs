@@ -27,6 +27,8 @@ pub struct Report {
     pub encode_gbps_threads: f64,
     pub decode_gbps_threads: f64,
     pub avx2: bool,
+    /// The kernels in use (`enec::kernels_in_use`).
+    pub kernels: &'static str,
     pub repeats: usize,
 }
 
@@ -179,6 +181,7 @@ pub fn bench(
         encode_gbps_threads: gb / encode_n,
         decode_gbps_threads: gb / decode_n,
         avx2: enec::simd_in_use(),
+        kernels: enec::kernels_in_use(),
         repeats,
     })
 }
@@ -198,7 +201,7 @@ impl Report {
             self.bytes,
             self.dtype,
             self.coding,
-            if self.avx2 { "AVX2" } else { "portable" },
+            self.kernels,
             self.ratio,
             self.memcpy_gbps,
             self.encode_gbps,
