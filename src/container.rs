@@ -445,7 +445,7 @@ impl Footer {
             index_check: u32_at(tail, 16),
         };
         let footer_at = file_len - FOOTER_BYTES as u64;
-        if footer.index_offset % ALIGN != 0 || footer.index_offset < HEADER_BYTES as u64 {
+        if !footer.index_offset.is_multiple_of(ALIGN) || footer.index_offset < HEADER_BYTES as u64 {
             return Err(ContainerError::CorruptFooter(
                 "index offset is not a multiple of 32 after the header",
             ));

@@ -122,7 +122,7 @@ pub fn encode_frame_portable(
 ) -> Result<usize> {
     let eb = dtype.element_bytes();
     let elements = input.len() / eb;
-    if input.len() % eb != 0 || elements == 0 || elements > crate::format::MAX_FRAME_LEN {
+    if !input.len().is_multiple_of(eb) || elements == 0 || elements > crate::format::MAX_FRAME_LEN {
         // Same validation as the public function, which reports it.
         return crate::frame::encode_frame(dtype, coding, checksums, input, out);
     }

@@ -49,7 +49,7 @@ pub fn encode_frame(
     out: &mut [u8],
 ) -> Result<usize> {
     let eb = dtype.element_bytes();
-    if input.len() % eb != 0 {
+    if !input.len().is_multiple_of(eb) {
         return Err(Error::PartialElement {
             len: input.len() as u64,
             element_bytes: eb as u8,

@@ -1289,7 +1289,11 @@ mod tests {
             let escaped = Portable.escape_masks(&codes, symbols as u8, &mut masks);
             // Usually room for whole-register reads past the values (as the decoder's scratch
             // has), sometimes not (the vector steps must then fall back).
-            let pad = if rng.below(4) == 0 { rng.below(3) * 16 } else { len + 32 };
+            let pad = if rng.below(4) == 0 {
+                rng.below(3) * 16
+            } else {
+                len + 32
+            };
             let deeper: std::vec::Vec<u8> = (0..escaped + pad)
                 .map(|_| (rng.next() as u32 & ((1 << fields.e) - 1)) as u8)
                 .collect();

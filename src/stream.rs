@@ -59,7 +59,7 @@ impl EncodeOptions {
 /// The largest stream [`encode`] can write for `input_bytes` bytes of input with `options`.
 pub fn max_encoded_size(options: &EncodeOptions, input_bytes: usize) -> Result<usize> {
     let eb = options.dtype.element_bytes();
-    if input_bytes % eb != 0 {
+    if !input_bytes.is_multiple_of(eb) {
         return Err(Error::PartialElement {
             len: input_bytes as u64,
             element_bytes: eb as u8,

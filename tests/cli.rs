@@ -104,7 +104,7 @@ fn checkpoint() -> (Vec<u8>, Vec<(&'static str, usize, usize)>) {
         at += bytes.len() + gap;
     }
     let mut json = Value::Object(header).to_string().into_bytes();
-    while json.len() % 8 != 0 {
+    while !json.len().is_multiple_of(8) {
         json.push(b' ');
     }
     let mut file = (json.len() as u64).to_le_bytes().to_vec();
