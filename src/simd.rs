@@ -792,7 +792,9 @@ mod x86 {
             } else {
                 _mm256_loadu_si256(window::<32>(rs, 32).cast())
             };
-            merge.store16::<B>(xv, r0, r1, window_mut::<32>(o, 0));
+            // `o` is exactly the `16 * B` bytes `store16` writes (the pointer must come from it,
+            // not from a shorter window of it).
+            merge.store16::<B>(xv, r0, r1, o.as_mut_ptr());
         }
         let q = n / 16 * 16;
         kernels::merge_store::<B, L>(fields, &x[q..n], &r[q..n], &mut out[B * q..B * n]);
