@@ -137,6 +137,49 @@ pub struct SubPlane {
     pub shift: u32,
 }
 
+/// Consecutive values of a sub-plane that share one bit offset: the `len` values from
+/// `start + done` on sit in words `word..word + len`, at bit `bit`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Run {
+    /// First word.
+    pub word: usize,
+    /// Bit offset of the fields in those words.
+    pub bit: u32,
+    /// Values before this run (from `start`).
+    pub done: usize,
+    /// Values in this run.
+    pub len: usize,
+}
+
+impl SubPlane {
+    /// The runs that hold values `start..start + count`, in order: every reader and writer of
+    /// a range of a plane walks these (value `i` is in word `i mod W` at bit `(i div W) * p`).
+    #[inline(always)]
+    pub fn runs(&self, start: usize, count: usize) -> impl Iterator<Item = Run> {
+        let (words, bits) = (self.words, self.bits);
+        let (mut word, mut bit) = match words {
+            0 => (0, 0),
+            _ => (start % words, (start / words) as u32 * bits),
+        };
+        let mut done = 0;
+        core::iter::from_fn(move || {
+            if done >= count || words == 0 {
+                return None;
+            }
+            let run = Run {
+                word,
+                bit,
+                done,
+                len: (words - word).min(count - done),
+            };
+            done += run.len;
+            word = 0;
+            bit += bits;
+            Some(run)
+        })
+    }
+}
+
 /// A plane of `count` values of `width` bits, stored as one sub-plane per set bit of `width`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Plane {
@@ -331,18 +374,15 @@ pub fn unpack_range<L: Lane>(frame: &[u8], plane: &Plane, start: usize, out: &mu
     }
     for sub in plane.subs() {
         let mask = (1u32 << sub.bits) - 1;
-        let (mut j, mut bit) = (start % sub.words, (start / sub.words) as u32 * sub.bits);
-        let mut done = 0;
-        while done < out.len() {
-            let run = (sub.words - j).min(out.len() - done);
-            let words = &frame[sub.offset + 2 * j..sub.offset + 2 * (j + run)];
-            for (o, w) in out[done..done + run].iter_mut().zip(words.chunks_exact(2)) {
+        for run in sub.runs(start, out.len()) {
+            let words = &frame[sub.offset + 2 * run.word..sub.offset + 2 * (run.word + run.len)];
+            for (o, w) in out[run.done..run.done + run.len]
+                .iter_mut()
+                .zip(words.chunks_exact(2))
+            {
                 let w = u32::from(u16::from_le_bytes([w[0], w[1]]));
-                *o = o.or_field(((w >> bit) & mask) << sub.shift);
+                *o = o.or_field(((w >> run.bit) & mask) << sub.shift);
             }
-            done += run;
-            j = 0;
-            bit += sub.bits;
         }
     }
 }
@@ -356,19 +396,17 @@ pub fn pack_range<L: Lane>(frame: &mut [u8], plane: &Plane, start: usize, values
     }
     for sub in plane.subs() {
         let mask = (1u32 << sub.bits) - 1;
-        let (mut j, mut bit) = (start % sub.words, (start / sub.words) as u32 * sub.bits);
-        let mut done = 0;
-        while done < values.len() {
-            let run = (sub.words - j).min(values.len() - done);
-            let words = &mut frame[sub.offset + 2 * j..sub.offset + 2 * (j + run)];
-            for (w, v) in words.chunks_exact_mut(2).zip(&values[done..done + run]) {
-                let field = ((v.get() >> sub.shift) & mask) << bit;
+        for run in sub.runs(start, values.len()) {
+            let at = sub.offset + 2 * run.word;
+            let words = &mut frame[at..at + 2 * run.len];
+            for (w, v) in words
+                .chunks_exact_mut(2)
+                .zip(&values[run.done..run.done + run.len])
+            {
+                let field = ((v.get() >> sub.shift) & mask) << run.bit;
                 let old = u16::from_le_bytes([w[0], w[1]]);
                 w.copy_from_slice(&(old | field as u16).to_le_bytes());
             }
-            done += run;
-            j = 0;
-            bit += sub.bits;
         }
     }
 }

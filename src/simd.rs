@@ -9,7 +9,7 @@
 //! `tests/dispatch.rs` and the unit tests below compare them.
 #![allow(unsafe_code)]
 
-use crate::kernels::{self, Fields, Lane, Plane, MAX_SYMBOLS};
+use crate::kernels::{self, Fields, Lane, Plane, Run, MAX_SYMBOLS};
 
 /// The kernels an instruction set provides. A value of the implementing type is a proof that the
 /// CPU can run them.
@@ -323,12 +323,15 @@ mod x86 {
         for (s, sub) in plane.subs().iter().enumerate() {
             let first = s == 0;
             let field_mask = (1u32 << sub.bits) - 1;
-            let (mut j, mut bit) = (start % sub.words, (start / sub.words) as u32 * sub.bits);
-            let mut done = 0;
-            while done < lanes {
-                let run = (sub.words - j).min(lanes - done);
+            for Run {
+                word,
+                bit,
+                done,
+                len: run,
+            } in sub.runs(start, lanes)
+            {
                 // From the run's first word to the frame's end.
-                let words = &frame[sub.offset + 2 * j..];
+                let words = &frame[sub.offset + 2 * word..];
                 let dst = &mut out[lane_bytes * done..lane_bytes * (done + run)];
                 let shifts = (bit, sub.shift, field_mask);
                 let steps = words[..2 * run]
@@ -355,9 +358,6 @@ mod x86 {
                         }
                     }
                 }
-                done += run;
-                j = 0;
-                bit += sub.bits;
             }
         }
     }
@@ -437,11 +437,14 @@ mod x86 {
         let lane_bytes = (L::BITS / 8) as usize;
         for sub in plane.subs() {
             let field_mask = (1u32 << sub.bits) - 1;
-            let (mut j, mut bit) = (start % sub.words, (start / sub.words) as u32 * sub.bits);
-            let mut done = 0;
-            while done < lanes {
-                let run = (sub.words - j).min(lanes - done);
-                let words = &mut frame[sub.offset + 2 * j..];
+            for Run {
+                word,
+                bit,
+                done,
+                len: run,
+            } in sub.runs(start, lanes)
+            {
+                let words = &mut frame[sub.offset + 2 * word..];
                 let src = &values[lane_bytes * done..lane_bytes * (done + run)];
                 let shifts = (sub.shift, bit, field_mask);
                 let steps = src
@@ -467,9 +470,6 @@ mod x86 {
                         words[2 * q..2 * q + 2].copy_from_slice(&w.to_le_bytes());
                     }
                 }
-                done += run;
-                j = 0;
-                bit += sub.bits;
             }
         }
     }
