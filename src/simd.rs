@@ -506,25 +506,33 @@ mod x86 {
         _mm256_storeu_si256(o, _mm256_or_si256(_mm256_loadu_si256(o), field));
     }
 
-    /// Shuffle patterns of the compression: the first bytes of `COMPRESS[m]` are the positions
-    /// of the set bits of `m`, ascending.
-    static COMPRESS: [u64; 256] = {
+    /// Byte-shuffle patterns for the 256 masks of 8 lanes. Compression (`EXPAND == false`):
+    /// the first bytes are the positions of the set bits, ascending. Expansion: byte `q` is the
+    /// number of set bits below bit `q` when bit `q` is set (which value lands there), else 0x80
+    /// (the shuffle writes zero there, and a blend can tell the lane by that top bit).
+    const fn shuffle_patterns<const EXPAND: bool>() -> [u64; 256] {
         let mut table = [0u64; 256];
         let mut m = 0;
         while m < 256 {
-            let (mut q, mut k, mut pattern) = (0u64, 0, 0u64);
+            let (mut q, mut k, mut pattern) = (0u64, 0u64, 0u64);
             while q < 8 {
-                if m >> q & 1 != 0 {
+                let set = m >> q & 1 != 0;
+                if EXPAND {
+                    pattern |= (if set { k } else { 0x80 }) << (8 * q);
+                } else if set {
                     pattern |= q << (8 * k);
-                    k += 1;
                 }
+                k += set as u64;
                 q += 1;
             }
             table[m] = pattern;
             m += 1;
         }
         table
-    };
+    }
+
+    static COMPRESS: [u64; 256] = shuffle_patterns::<false>();
+    static EXPAND: [u64; 256] = shuffle_patterns::<true>();
 
     /// [`kernels::compress`] on bytes, 8 lanes per step: one byte shuffle moves the selected
     /// values to the front and one 8-byte store appends them.
@@ -653,29 +661,6 @@ mod x86 {
         }
         total
     }
-
-    /// Shuffle patterns of the expansion: byte `q` of `EXPAND[m]` is the number of set bits of
-    /// `m` below bit `q` when bit `q` is set (which value lands there), else 0x80 (none).
-    static EXPAND: [u64; 256] = {
-        let mut table = [0u64; 256];
-        let mut m = 0;
-        while m < 256 {
-            let (mut q, mut k, mut pattern) = (0, 0u64, 0u64);
-            while q < 8 {
-                let byte = if m >> q & 1 != 0 {
-                    k += 1;
-                    k - 1
-                } else {
-                    0x80
-                };
-                pattern |= byte << (8 * q);
-                q += 1;
-            }
-            table[m] = pattern;
-            m += 1;
-        }
-        table
-    };
 
     /// [`kernels::expand`] on bytes, 16 lanes per step: the two 8-bit halves of the mask pick
     /// their shuffle patterns, the upper one offset by the lower one's popcount, and one byte
