@@ -262,14 +262,10 @@ mod x86 {
                         }
                     }
                 }
-                _ => {
-                    let mut r = [L::default(); kernels::CHUNK];
-                    let r = &mut r[..codes.len()];
-                    self.unpack(frame, residual, start, r);
-                    kernels::resolve_store::<B, L>(
-                        fields, codes, table, symbols, masks, deeper, r, out,
-                    )
-                }
+                // Larger tables (rare): the portable step.
+                _ => Portable.resolve_store::<B, L>(
+                    fields, frame, residual, start, codes, table, symbols, masks, deeper, out,
+                ),
             }
         }
 
