@@ -44,23 +44,22 @@ fn best_of(repeats: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
     Ok(best)
 }
 
-/// Encodes frame by frame on the current rayon pool into fixed-size slots (reused between
-/// calls), then moves each frame to its place in the stream, also in parallel.
+/// Encodes on the current rayon pool: the frames are cut into one contiguous range per thread
+/// and each range is encoded frame after frame, the first straight into the stream, the others
+/// into scratch (reused between calls), which then moves up behind it, also in parallel.
 fn encode_parallel(
     options: &EncodeOptions,
     input: &[u8],
-    slots: &mut Vec<u8>,
+    scratch: &mut Vec<u8>,
     out: &mut Vec<u8>,
 ) -> enec::Result<usize> {
     let eb = options.dtype.element_bytes();
     let frame_bytes = (1usize << options.frame_log2) * eb;
-    let slot = max_frame_bytes(options.dtype, 1 << options.frame_log2);
-    slots.resize(slot * input.len().div_ceil(frame_bytes), 0);
-    let sizes: Vec<usize> = slots
-        .par_chunks_mut(slot)
-        .zip(input.par_chunks(frame_bytes))
-        .map(|(dst, src)| encode_frame(options.dtype, options.coding, options.checksums, src, dst))
-        .collect::<std::result::Result<_, _>>()?;
+    let frames = input.len().div_ceil(frame_bytes);
+    let per_range = frames.div_ceil(rayon::current_num_threads().clamp(1, frames.max(1)));
+    let ranges: Vec<&[u8]> = input.chunks(per_range * frame_bytes).collect();
+    // The most bytes one range can take.
+    let cap = per_range * max_frame_bytes(options.dtype, 1 << options.frame_log2);
     let info = enec::StreamInfo::new(
         options.dtype,
         options.frame_log2,
@@ -68,20 +67,37 @@ fn encode_parallel(
         (input.len() / eb) as u64,
     )?;
     let header = info.to_bytes();
-    out.resize(header.len() + sizes.iter().sum::<usize>(), 0);
-    let (head, mut rest) = out.split_at_mut(header.len());
+    out.resize(header.len() + cap, 0);
+    scratch.resize(cap * ranges.len().saturating_sub(1), 0);
+    let (head, first) = out.split_at_mut(header.len());
     head.copy_from_slice(&header);
-    let mut places = Vec::with_capacity(sizes.len());
-    for &n in &sizes {
-        let (place, tail) = rest.split_at_mut(n);
-        places.push(place);
+    let places: Vec<&mut [u8]> = std::iter::once(first)
+        .chain(scratch.chunks_mut(cap))
+        .collect();
+    let sizes: Vec<usize> = ranges
+        .par_iter()
+        .zip(places)
+        .map(|(range, place)| {
+            let mut at = 0;
+            for frame in range.chunks(frame_bytes) {
+                let (dtype, coding, checksums) = (options.dtype, options.coding, options.checksums);
+                at += encode_frame(dtype, coding, checksums, frame, &mut place[at..])?;
+            }
+            Ok(at)
+        })
+        .collect::<enec::Result<_>>()?;
+    let total = header.len() + sizes.iter().sum::<usize>();
+    out.resize(total.max(out.len()), 0);
+    let mut rest = &mut out[header.len() + sizes[0]..total];
+    let mut moves = Vec::with_capacity(sizes.len());
+    for (&n, from) in sizes[1..].iter().zip(scratch.chunks(cap)) {
+        let (to, tail) = rest.split_at_mut(n);
+        moves.push((to, &from[..n]));
         rest = tail;
     }
-    places
-        .into_par_iter()
-        .zip(slots.par_chunks(slot))
-        .for_each(|(place, frame)| place.copy_from_slice(&frame[..place.len()]));
-    Ok(out.len())
+    moves.into_par_iter().for_each(|(to, from)| to.copy_from_slice(from));
+    out.truncate(total);
+    Ok(total)
 }
 
 /// Decodes every frame on the current rayon pool, each straight into its part of `out`.
@@ -147,10 +163,10 @@ pub fn bench(
         .build()
         .map_err(|e| e.to_string())?;
     let mut parallel_stream = Vec::new();
-    let mut slots = Vec::new();
+    let mut scratch = Vec::new();
     let encode_n = pool.install(|| {
         best_of(repeats, || {
-            encode_parallel(&options, &input, &mut slots, &mut parallel_stream)
+            encode_parallel(&options, &input, &mut scratch, &mut parallel_stream)
                 .context(|| "parallel encoding")?;
             Ok(())
         })
