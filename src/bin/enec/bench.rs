@@ -95,7 +95,9 @@ fn encode_parallel(
         moves.push((to, &from[..n]));
         rest = tail;
     }
-    moves.into_par_iter().for_each(|(to, from)| to.copy_from_slice(from));
+    moves
+        .into_par_iter()
+        .for_each(|(to, from)| to.copy_from_slice(from));
     out.truncate(total);
     Ok(total)
 }
