@@ -9,7 +9,7 @@
 //! `tests/dispatch.rs` and the unit tests below compare them.
 #![allow(unsafe_code)]
 
-use crate::kernels::{self, Fields, Lane, Plane, Run, MAX_SYMBOLS};
+use crate::kernels::{self, Fields, Lane, Plane, MAX_SYMBOLS};
 
 /// The kernels an instruction set provides. A value of the implementing type is a proof that the
 /// CPU can run them.
@@ -125,6 +125,7 @@ pub(crate) use x86::Avx2;
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
 mod x86 {
     use super::*;
+    use crate::kernels::Run;
     use core::arch::x86_64::*;
 
     /// AVX2 (with BMI1/2, LZCNT, POPCNT) kernels; only [`Avx2::detect`] makes one. Where the
