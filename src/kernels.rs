@@ -627,22 +627,6 @@ pub struct FrameStats {
 }
 
 impl FrameStats {
-    /// Histogram and mantissa OR of a frame.
-    #[inline(always)]
-    pub fn gather<const B: usize>(frame: &[u8], elements: usize, dtype: Dtype) -> FrameStats {
-        let fields = Fields::new(dtype, 0);
-        let mut stats = FrameStats::new(elements);
-        let mut x = [0u8; CHUNK];
-        for start in (0..elements).step_by(CHUNK) {
-            let len = CHUNK.min(elements - start);
-            let run = &frame[B * start..B * (start + len)];
-            exponents::<B>(&fields, run, &mut x[..len]);
-            stats.add::<B>(&fields, run, &x[..len]);
-        }
-        stats.finish();
-        stats
-    }
-
     /// Statistics of no elements yet, for a frame of `elements`: [`FrameStats::add`] every run
     /// of elements, then [`FrameStats::finish`].
     pub fn new(elements: usize) -> FrameStats {
@@ -819,17 +803,6 @@ pub fn choose_ranked(
         }
     }
     best
-}
-
-/// The code level `j` (0-based) writes for an element of rank `rank`, or `None` if the element
-/// was resolved at an earlier level. `starts` are `S_0..S_L`, `widths` the code widths.
-#[inline(always)]
-pub fn ranked_code(rank: usize, level: usize, starts: &[usize], widths: &[u8]) -> Option<u32> {
-    if rank < starts[level] {
-        return None;
-    }
-    let escape = (1usize << widths[level]) - 1;
-    Some((rank - starts[level]).min(escape) as u32)
 }
 
 // ---------------------------------------------------------------------------------------------

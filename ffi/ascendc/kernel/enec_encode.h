@@ -465,7 +465,7 @@ private:
 
     // Compacts the entries whose mask bit is set, in order, into compactBuf (scalar walk of the
     // set bits). The staged value of entry q is min(rank[q] - first, escape) (an escape level,
-    // ranked_code) or x[q] (the exponent level).
+    // rank_codes) or x[q] (the exponent level).
     __aicore__ inline uint32_t Compact(const LocalTensor<uint8_t>& mask, uint32_t n, bool exponentLevel,
                                        uint32_t first, uint32_t escape) {
         LocalTensor<uint16_t> out = compactBuf.Get<uint16_t>();
@@ -538,7 +538,7 @@ private:
                 AscendC::Mins(wide.ReinterpretCast<int16_t>(), rank.ReinterpretCast<int16_t>(), int16_t(escape1),
                               int32_t(len));
                 Stage(ST_P0, start, wide, len);
-                // levels 2..L (ranked_code) and the exponent level: entries of the elements whose
+                // levels 2..L (rank_codes) and the exponent level: entries of the elements whose
                 // rank is at least S_j, compacted in element order.
                 for (uint32_t j = 1; j <= params.levels; j++) {
                     uint32_t n = build_mask(rank, len, s[j], AscendC::CMPMODE::GE, hv, hc, mask);
