@@ -211,7 +211,7 @@ mod x86 {
         fn lookup(self, codes: &[u8], table: &[u8; MAX_SYMBOLS], symbols: usize, out: &mut [u8]) {
             if symbols <= 16 {
                 // Codes at or past `symbols` read zero, as in the portable version.
-                let mut small = [0u8; MAX_SYMBOLS];
+                let mut small = [0u8; 16];
                 small[..symbols].copy_from_slice(&table[..symbols]);
                 unsafe { lookup16(codes, &small, out) }
             } else {
@@ -566,9 +566,9 @@ mod x86 {
     /// [`kernels::lookup`] for tables of at most 16 symbols: one byte shuffle per 32 codes.
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
-    unsafe fn lookup16(codes: &[u8], table: &[u8; MAX_SYMBOLS], out: &mut [u8]) {
-        // Codes are below 16, so each selects a byte of the table's first 16.
-        let lut = _mm256_broadcastsi128_si256(_mm_loadu_si128(window::<16>(table, 0).cast()));
+    unsafe fn lookup16(codes: &[u8], table: &[u8; 16], out: &mut [u8]) {
+        // Codes are below 16, so each selects a byte of the table.
+        let lut = _mm256_broadcastsi128_si256(_mm_loadu_si128(table.as_ptr().cast()));
         let n = codes.len().min(out.len());
         let mut q = 0;
         while q + 32 <= n {
@@ -849,7 +849,8 @@ mod x86 {
         out: &mut [u8],
     ) {
         let n = codes.len().min(out.len() / B).min(kernels::CHUNK);
-        let mut lanes = [L::default(); kernels::CHUNK];
+        // Only a chunk that is not one run of words per sub-plane unpacks its residuals here.
+        let lanes: [L; kernels::CHUNK];
         let mut subs = [(
             0,
             _mm_setzero_si128(),
@@ -875,7 +876,9 @@ mod x86 {
                 len: plane.len,
             }
         } else {
-            unpack(frame, plane, start, &mut lanes[..n]);
+            let mut unpacked = [L::default(); kernels::CHUNK];
+            unpack(frame, plane, start, &mut unpacked[..n]);
+            lanes = unpacked;
             Residuals::Lanes(lanes.as_ptr().cast())
         };
         let merge = Merge::new(fields);
@@ -906,19 +909,20 @@ mod x86 {
             }
         }
         if q < n {
-            // The last elements (fewer than 64, or too near the end of `deeper`).
-            let mut x = [0u8; kernels::CHUNK];
-            let x = &mut x[..n - q];
-            kernels::lookup(&codes[q..n], &table_of(table), 16, x);
-            for (i, xi) in x.iter_mut().enumerate() {
-                if masks[(q + i) / 64] >> ((q + i) % 64) & 1 != 0 {
-                    *xi = deeper[k];
-                    k += 1;
-                }
-            }
-            let r = &mut lanes[..n - q];
-            unpack(frame, plane, start + q, r);
-            kernels::merge_store::<B, L>(fields, x, r, &mut out[B * q..B * n]);
+            // The last elements (fewer than 64, or too near the end of `deeper`): the portable
+            // step, from the next mask word (`q` is a multiple of 64) and deeper value on.
+            Portable.resolve_store::<B, L>(
+                fields,
+                frame,
+                plane,
+                start + q,
+                &codes[q..n],
+                &table_of(table),
+                16,
+                &masks[q / 64..],
+                &deeper[k..],
+                &mut out[B * q..B * n],
+            );
         }
     }
 
