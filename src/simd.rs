@@ -851,35 +851,33 @@ mod x86 {
         let n = codes.len().min(out.len() / B).min(kernels::CHUNK);
         // Only a chunk that is not one run of words per sub-plane unpacks its residuals here.
         let lanes: [L; kernels::CHUNK];
-        let mut subs = [(
-            0,
-            _mm_setzero_si128(),
-            _mm_setzero_si128(),
-            _mm256_setzero_si256(),
-        ); 5];
-        let mut in_place = true;
-        for (slot, sub) in subs.iter_mut().zip(plane.subs()) {
-            let (j, bit) = (start % sub.words, (start / sub.words) as u32 * sub.bits);
-            let offset = sub.offset + 2 * j;
-            // One run of words, all inside the frame (16 past the last, for the 16-word loads).
-            in_place &= j + n <= sub.words && offset + 2 * (n / 16 * 16) <= frame.len();
-            *slot = (
-                offset,
-                _mm_cvtsi32_si128(bit as i32),
-                _mm_cvtsi32_si128(sub.shift as i32),
-                _mm256_set1_epi16(((1u32 << sub.bits) - 1) as u16 as i16),
-            );
-        }
-        let residuals = if in_place {
-            Residuals::Words {
-                subs,
-                len: plane.len,
+        let residuals = match residual_words(frame, plane, start, n) {
+            Some(words) => {
+                let mut subs = [(
+                    0,
+                    _mm_setzero_si128(),
+                    _mm_setzero_si128(),
+                    _mm256_setzero_si256(),
+                ); 5];
+                for (slot, &(offset, take, place, mask)) in subs.iter_mut().zip(&words) {
+                    *slot = (
+                        offset,
+                        _mm_cvtsi32_si128(take as i32),
+                        _mm_cvtsi32_si128(place as i32),
+                        _mm256_set1_epi16(mask as i16),
+                    );
+                }
+                Residuals::Words {
+                    subs,
+                    len: plane.len,
+                }
             }
-        } else {
-            let mut unpacked = [L::default(); kernels::CHUNK];
-            unpack(frame, plane, start, &mut unpacked[..n]);
-            lanes = unpacked;
-            Residuals::Lanes(lanes.as_ptr().cast())
+            None => {
+                let mut unpacked = [L::default(); kernels::CHUNK];
+                unpack(frame, plane, start, &mut unpacked[..n]);
+                lanes = unpacked;
+                Residuals::Lanes(lanes.as_ptr().cast())
+            }
         };
         let merge = Merge::new(fields);
         let lut = _mm_loadu_si128(table.as_ptr().cast());
@@ -946,24 +944,21 @@ mod x86 {
     ) {
         let n = codes.len().min(out.len() / B).min(kernels::CHUNK);
         let blocks = n / 64 * 64;
-        let mut subs = [(0, _mm_setzero_si128(), _mm_setzero_si128(), 0u16); 5];
-        // One run of words per sub-plane, inside the frame; 32 bytes of `deeper` past the last
-        // value it can supply (`k <= q` before each block, as in `resolve_store`).
-        let mut fits = deeper.len() >= blocks + 32;
-        for (slot, sub) in subs.iter_mut().zip(plane.subs()) {
-            let (j, bit) = (start % sub.words, (start / sub.words) as u32 * sub.bits);
-            let offset = sub.offset + 2 * j;
-            fits &= j + blocks <= sub.words && offset + 2 * blocks <= frame.len();
-            *slot = (
-                offset,
-                _mm_cvtsi32_si128(bit as i32),
-                _mm_cvtsi32_si128(sub.shift as i32),
-                ((1u32 << sub.bits) - 1) as u16,
-            );
-        }
-        if !fits || blocks == 0 {
+        // One run of words per sub-plane; 32 bytes of `deeper` past the last value it can
+        // supply (`k <= q` before each block, as in `resolve_store`).
+        let words = residual_words(frame, plane, start, blocks);
+        let Some(words) = words.filter(|_| blocks > 0 && deeper.len() >= blocks + 32) else {
             return resolve_store::<B, L>(
                 fields, frame, plane, start, codes, table, masks, deeper, out,
+            );
+        };
+        let mut subs = [(0, _mm_setzero_si128(), _mm_setzero_si128(), 0u16); 5];
+        for (slot, &(offset, take, place, mask)) in subs.iter_mut().zip(&words) {
+            *slot = (
+                offset,
+                _mm_cvtsi32_si128(take as i32),
+                _mm_cvtsi32_si128(place as i32),
+                mask,
             );
         }
         let subs = &subs[..plane.len];
@@ -1047,6 +1042,27 @@ mod x86 {
                 &mut out[B * blocks..B * n],
             );
         }
+    }
+
+    /// Where the residual fields of values `start..start + n` are, when every sub-plane holds
+    /// them in one run of words inside `frame`: per sub-plane, the byte offset of the first word,
+    /// the bit to take the field from, the bit to place it at, and the field mask.
+    fn residual_words(
+        frame: &[u8],
+        plane: &Plane,
+        start: usize,
+        n: usize,
+    ) -> Option<[(usize, u32, u32, u16); 5]> {
+        let mut words = [(0, 0, 0, 0); 5];
+        for (slot, sub) in words.iter_mut().zip(plane.subs()) {
+            let run = sub.runs(start, n).next()?;
+            let offset = sub.offset + 2 * run.word;
+            if run.len < n || offset + 2 * n > frame.len() {
+                return None;
+            }
+            *slot = (offset, run.bit, sub.shift, ((1u32 << sub.bits) - 1) as u16);
+        }
+        Some(words)
     }
 
     /// A 16-entry table widened to the portable kernels' table type.
