@@ -1,10 +1,10 @@
 //! Runtime choice of instruction set for the per-frame element loops.
 //!
-//! The kernels are plain safe Rust written so the compiler vectorizes them. With the `std`
-//! feature on x86_64, the same code is compiled a second time with AVX2 (and BMI1/2, LZCNT,
-//! POPCNT) enabled and chosen at run time when the CPU has them; everything else (no_std builds,
-//! other architectures) runs the baseline compilation. Both produce identical bytes: they are the
-//! same source, and `tests/dispatch.rs` compares them.
+//! The frame loops (`frame.rs`) are generic over [`crate::simd::Isa`]. With the `std` feature on
+//! x86_64 they are compiled a second time with AVX2 (and BMI1/2, LZCNT, POPCNT) enabled, over the
+//! AVX2 kernels of `simd.rs`, and chosen at run time when the CPU has them; everything else
+//! (no_std builds, other architectures) runs the portable kernels. Both produce identical bytes:
+//! `src/simd.rs`'s tests compare each kernel, `tests/dispatch.rs` whole frames.
 #![allow(unsafe_code)]
 
 use crate::error::Result;
@@ -54,9 +54,9 @@ fn avx2() -> Option<crate::simd::Avx2> {
     })
 }
 
-/// Whether the AVX2 compilation of the kernels is in use: with the `std` feature on an x86_64
-/// CPU that has AVX2, unless the environment variable `ENEC_PORTABLE=1` (read once) asks for the
-/// baseline compilation, to compare the two in tests and benchmarks.
+/// Whether the AVX2 kernels are in use: with the `std` feature on an x86_64 CPU that has AVX2,
+/// unless the environment variable `ENEC_PORTABLE=1` (read once) asks for the portable ones, to
+/// compare the two in tests and benchmarks.
 pub fn simd_in_use() -> bool {
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
     {
