@@ -3,7 +3,7 @@
 //! Frames are independent, so a parallel encoder or decoder calls these directly on each frame
 //! (see [`crate::frames`] to find them in a stream).
 
-use crate::checksum::h32;
+use crate::checksum::{h32, H32};
 use crate::error::{Error, Result};
 use crate::format::{
     frame_bytes, pad32, ranked_frame_bytes, Dtype, FrameHeader, FrameLayout, FrameParams,
@@ -13,7 +13,7 @@ use crate::kernels::{
     choose_ranked, group_flagged, groups_forward, groups_inverse, groups_width, Fields, FrameStats,
     GroupRanges, Lane, PlaneWriter, Ranking, CHUNK, GROUPS_BASES, MAX_LEVELS, MAX_SYMBOLS,
 };
-use crate::simd::Isa;
+use crate::simd::{Escapes, Isa};
 
 /// Which exponent coding the writer wants.
 #[derive(
@@ -463,27 +463,33 @@ pub(crate) fn decode_frame_impl<I: Isa>(
         needed: bytes as u64,
     })?;
     let fields = Fields::new(dtype, header.dead_bits.into());
+    // The decoders hash their output chunk by chunk, while it is in cache.
+    let mut hashed = H32::new();
+    let hash = checksums.then_some(&mut hashed);
     let result = match (header.params, dtype.element_bytes()) {
         (FrameParams::Stored, _) => {
             out.copy_from_slice(&frame[FRAME_HEADER_BYTES..FRAME_HEADER_BYTES + bytes]);
+            if let Some(hash) = hash {
+                hash.update(out);
+            }
             Ok(())
         }
         // Residuals in the narrowest lanes that hold them: 16 bits for 2-byte elements.
         (FrameParams::Ranked(r), 2) => {
-            read_ranked::<2, u16, I>(isa, frame, &fields, &r, &layout, out)
+            read_ranked::<2, u16, I>(isa, frame, &fields, &r, &layout, out, hash)
         }
         (FrameParams::Ranked(r), _) => {
-            read_ranked::<4, u32, I>(isa, frame, &fields, &r, &layout, out)
+            read_ranked::<4, u32, I>(isa, frame, &fields, &r, &layout, out, hash)
         }
         (FrameParams::Groups(g), 2) => {
-            read_groups::<2, u16, I>(isa, frame, &fields, &g, &layout, out)
+            read_groups::<2, u16, I>(isa, frame, &fields, &g, &layout, out, hash)
         }
         (FrameParams::Groups(g), _) => {
-            read_groups::<4, u32, I>(isa, frame, &fields, &g, &layout, out)
+            read_groups::<4, u32, I>(isa, frame, &fields, &g, &layout, out, hash)
         }
     };
     result.map_err(corrupt)?;
-    if checksums && h32(out) != header.checksum {
+    if checksums && hashed.finish() != header.checksum {
         return Err(Error::ChecksumMismatch { frame: index });
     }
     Ok(layout.bytes)
@@ -497,6 +503,7 @@ fn read_ranked<const B: usize, L: Lane, I: Isa>(
     params: &RankedParams,
     layout: &FrameLayout,
     out: &mut [u8],
+    mut hash: Option<&mut H32>,
 ) -> core::result::Result<(), &'static str> {
     let levels = usize::from(params.levels);
     let starts = params.rank_starts();
@@ -512,83 +519,133 @@ fn read_ranked<const B: usize, L: Lane, I: Isa>(
         escapes[j] = escape as u8;
         luts[j][..escape].copy_from_slice(&symbols[starts[j]..starts[j] + escape]);
     }
+    let mut escaped = Escaped::new();
     let elements = layout.residual.count;
-    // Next unread entry of each level plane (level 0 is element order).
-    let mut next = [0usize; MAX_LEVELS + 1];
-    // Per level: the chunk's codes, then their exponents; and which of them escaped.
-    let mut codes = [[0u8; CHUNK + SLACK]; MAX_LEVELS + 1];
-    let mut exps = [[0u8; CHUNK + SLACK]; MAX_LEVELS + 1];
-    let mut masks;
     for start in (0..elements).step_by(CHUNK) {
         let len = CHUNK.min(elements - start);
-        // Top-down: each level's escapes say how many entries the next level supplies.
-        let mut counts = [0usize; MAX_LEVELS + 1];
-        counts[0] = len;
-        masks = [[0; CHUNK / 64]; MAX_LEVELS];
-        next[0] = start;
-        for level in 0..=levels {
-            let plane = &layout.planes[level];
-            let n = counts[level];
-            if next[level] + n > plane.count {
-                return Err("more escapes than entries in the next level");
-            }
-            let codes = &mut codes[level][..n];
-            isa.unpack(frame, plane, next[level], codes);
-            next[level] += n;
-            if level == levels || n == 0 {
-                break;
-            }
-            if level > 0 {
-                // (Level 0's lookup is fused into the final step below.)
-                isa.lookup(
-                    codes,
-                    &luts[level],
-                    usize::from(escapes[level]),
-                    &mut exps[level][..n],
-                );
-            }
-            counts[level + 1] = isa.escape_masks(codes, escapes[level], &mut masks[level]);
-        }
-        // Bottom-up: the exponent level's values fill the last level's escapes, and so on.
-        let (head, tail) = exps.split_at_mut(levels);
-        tail[0][..counts[levels]].copy_from_slice(&codes[levels][..counts[levels]]);
-        for level in (1..levels).rev() {
-            let (upper, lower) = head.split_at_mut(level + 1);
-            let deeper = if level + 1 == levels {
-                &tail[0]
-            } else {
-                &lower[0]
-            };
-            if counts[level + 1] > 0 {
-                isa.expand(
-                    &masks[level],
-                    &deeper[..],
-                    &mut upper[level][..counts[level]],
-                );
-            }
-        }
-        isa.resolve_store::<B, L>(
-            fields,
-            frame,
-            &layout.residual,
-            start,
-            &codes[0][..len],
-            &luts[0],
-            usize::from(escapes[0]),
-            &masks[0],
-            &exps[1],
-            &mut out[B * start..B * (start + len)],
-        );
+        escaped.refill(isa, frame, layout, levels, &luts, &escapes)?;
+        let taken = isa
+            .ranked_chunk::<B, L>(
+                fields,
+                frame,
+                &layout.planes[0],
+                &layout.residual,
+                start,
+                &luts[0],
+                escapes[0],
+                escaped.pending(),
+                &mut out[B * start..B * (start + len)],
+                hash.as_deref_mut(),
+            )
+            .ok_or("more escapes than entries in the next level")?;
+        escaped.head += taken;
     }
     let planes = &layout.planes[1..=levels];
-    if next[1..=levels]
-        .iter()
-        .zip(planes)
-        .any(|(&n, plane)| n != plane.count)
+    if escaped.head != escaped.tail
+        || escaped.next[1..=levels]
+            .iter()
+            .zip(planes)
+            .any(|(&n, plane)| n != plane.count)
     {
         return Err("escape counts do not match the level planes");
     }
     Ok(())
+}
+
+/// The exponents of the elements that escape level 1 (plane 0), in element order, for the
+/// level-0 step to take: the deeper levels are decoded a chunk of plane-1 entries at a time,
+/// ahead of the elements that need them, so the level-0 step can unpack its codes, find its
+/// escapes and place their exponents in one pass.
+struct Escaped {
+    /// Decoded exponents `queue[head..tail]`, then [`ESCAPED_SLACK`] readable bytes.
+    queue: [u8; 2 * CHUNK + ESCAPED_SLACK],
+    head: usize,
+    tail: usize,
+    /// Next unread entry of each plane (plane 0, element order, is the level-0 step's).
+    next: [usize; MAX_LEVELS + 1],
+}
+
+/// Readable bytes after the last queued exponent: vector steps load 64 at a time.
+const ESCAPED_SLACK: usize = 64;
+
+impl Escaped {
+    fn new() -> Escaped {
+        Escaped {
+            queue: [0; 2 * CHUNK + ESCAPED_SLACK],
+            head: 0,
+            tail: 0,
+            next: [0; MAX_LEVELS + 1],
+        }
+    }
+
+    /// The queued exponents and the slack after them (`pending().len() - ESCAPED_SLACK` are
+    /// real).
+    fn pending(&self) -> Escapes<'_> {
+        Escapes {
+            values: &self.queue[self.head..],
+            count: self.tail - self.head,
+        }
+    }
+
+    /// Queues at least [`CHUNK`] exponents (the most one chunk of elements can take), or all that
+    /// plane 1 has left.
+    #[inline(always)]
+    fn refill<I: Isa>(
+        &mut self,
+        isa: I,
+        frame: &[u8],
+        layout: &FrameLayout,
+        levels: usize,
+        luts: &[[u8; MAX_SYMBOLS]; MAX_LEVELS],
+        escapes: &[u8; MAX_LEVELS],
+    ) -> core::result::Result<(), &'static str> {
+        let left = layout.planes[1].count - self.next[1].min(layout.planes[1].count);
+        if self.tail - self.head >= CHUNK || left == 0 {
+            return Ok(());
+        }
+        self.queue.copy_within(self.head..self.tail, 0);
+        self.tail -= self.head;
+        self.head = 0;
+        let n = CHUNK.min(left);
+        // Per level from 1: the chunk's codes, then their exponents; and which of them escaped.
+        let mut codes = [[0u8; CHUNK + SLACK]; MAX_LEVELS + 1];
+        let mut exps = [[0u8; CHUNK + SLACK]; MAX_LEVELS + 1];
+        let mut masks = [[0u64; CHUNK / 64]; MAX_LEVELS];
+        // Top-down: each level's escapes say how many entries the next level supplies.
+        let mut counts = [0usize; MAX_LEVELS + 1];
+        counts[1] = n;
+        for level in 1..=levels {
+            let plane = &layout.planes[level];
+            let n = counts[level];
+            if self.next[level] + n > plane.count {
+                return Err("more escapes than entries in the next level");
+            }
+            let codes = &mut codes[level][..n];
+            isa.unpack(frame, plane, self.next[level], codes);
+            self.next[level] += n;
+            if level == levels || n == 0 {
+                break;
+            }
+            isa.lookup(
+                codes,
+                &luts[level],
+                usize::from(escapes[level]),
+                &mut exps[level][..n],
+            );
+            counts[level + 1] = isa.escape_masks(codes, escapes[level], &mut masks[level]);
+        }
+        // Bottom-up: the exponent level's values fill the last level's escapes, and so on.
+        exps[levels][..counts[levels]].copy_from_slice(&codes[levels][..counts[levels]]);
+        for level in (1..levels).rev() {
+            let (upper, lower) = exps.split_at_mut(level + 1);
+            if counts[level + 1] > 0 {
+                isa.expand(&masks[level], &lower[0], &mut upper[level][..counts[level]]);
+            }
+        }
+        self.queue[self.tail..self.tail + n].copy_from_slice(&exps[1][..n]);
+        self.tail += n;
+        Ok(())
+    }
 }
 
 #[inline(always)]
@@ -599,6 +656,7 @@ fn read_groups<const B: usize, L: Lane, I: Isa>(
     params: &GroupsParams,
     layout: &FrameLayout,
     out: &mut [u8],
+    mut hash: Option<&mut H32>,
 ) -> core::result::Result<(), &'static str> {
     let (base, width, low) = (
         u32::from(params.base),
@@ -656,6 +714,9 @@ fn read_groups<const B: usize, L: Lane, I: Isa>(
             &mut out[B * start..B * (start + len)],
         );
         start += len;
+        if let Some(hash) = hash.as_deref_mut() {
+            hash.follow(out, B * start);
+        }
     }
     Ok(())
 }

@@ -9,6 +9,7 @@
 //! `tests/dispatch.rs` and the unit tests below compare them.
 #![allow(unsafe_code)]
 
+use crate::checksum::H32;
 use crate::kernels::{self, Fields, Lane, Plane, MAX_SYMBOLS};
 
 /// The kernels an instruction set provides. A value of the implementing type is a proof that the
@@ -111,6 +112,85 @@ pub(crate) trait Isa: Copy {
         self.unpack(frame, residual, start, r);
         kernels::resolve_store::<B, L>(fields, codes, table, symbols, masks, deeper, r, out)
     }
+
+    /// The level-0 step of a chunk of the ranked decoder, for its `out.len() / B` elements from
+    /// `start` (at most [`kernels::CHUNK`]): unpacks their codes from `plane`, looks the
+    /// unescaped ones up in `table` (`escape` entries; `escape` is the all-ones code), gives the
+    /// escaped ones the next exponents of `deeper` in order, merges the residuals, stores, and
+    /// hashes the output into `hash`. Returns how many exponents it took, or None when the codes
+    /// escape more elements than `deeper` holds.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn ranked_chunk<const B: usize, L: Lane>(
+        self,
+        fields: &Fields,
+        frame: &[u8],
+        plane: &Plane,
+        residual: &Plane,
+        start: usize,
+        table: &[u8; MAX_SYMBOLS],
+        escape: u8,
+        deeper: Escapes<'_>,
+        out: &mut [u8],
+        hash: Option<&mut H32>,
+    ) -> Option<usize> {
+        ranked_chunk_steps::<B, L, Self>(
+            self, fields, frame, plane, residual, start, table, escape, deeper, out, hash,
+        )
+    }
+}
+
+/// Exponents queued for the escaped elements of the next chunks: `values[..count]`, then readable
+/// slack (at least 64 bytes) for vector loads.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Escapes<'a> {
+    pub values: &'a [u8],
+    pub count: usize,
+}
+
+/// [`Isa::ranked_chunk`] from the separate kernels: unpack the codes, find the escapes, then the
+/// final step; the AVX-512 kernel falls back to it where it cannot run.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn ranked_chunk_steps<const B: usize, L: Lane, I: Isa>(
+    isa: I,
+    fields: &Fields,
+    frame: &[u8],
+    plane: &Plane,
+    residual: &Plane,
+    start: usize,
+    table: &[u8; MAX_SYMBOLS],
+    escape: u8,
+    deeper: Escapes<'_>,
+    out: &mut [u8],
+    hash: Option<&mut H32>,
+) -> Option<usize> {
+    let n = (out.len() / B).min(kernels::CHUNK);
+    let mut codes = [0u8; kernels::CHUNK];
+    let codes = &mut codes[..n];
+    isa.unpack(frame, plane, start, codes);
+    let mut masks = [0u64; kernels::CHUNK / 64];
+    let escaped = isa.escape_masks(codes, escape, &mut masks);
+    if escaped > deeper.count {
+        return None;
+    }
+    let out = &mut out[..B * n];
+    isa.resolve_store::<B, L>(
+        fields,
+        frame,
+        residual,
+        start,
+        codes,
+        table,
+        usize::from(escape),
+        &masks,
+        deeper.values,
+        out,
+    );
+    if let Some(hash) = hash {
+        hash.update(out);
+    }
+    Some(escaped)
 }
 
 /// The portable kernels, for every target.
