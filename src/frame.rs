@@ -563,6 +563,12 @@ struct Escaped {
     tail: usize,
     /// Next unread entry of each plane (plane 0, element order, is the level-0 step's).
     next: [usize; MAX_LEVELS + 1],
+    /// Per level from 1 (index 0 unused): a chunk's codes, their exponents (level 1's go
+    /// straight to the queue), and which of them escaped. Kept across refills so they are
+    /// zeroed once per frame.
+    codes: [[u8; CHUNK + SLACK]; MAX_LEVELS + 1],
+    exps: [[u8; CHUNK + SLACK]; MAX_LEVELS],
+    masks: [[u64; CHUNK / 64]; MAX_LEVELS],
 }
 
 /// Readable bytes after the last queued exponent: vector steps load 64 at a time.
@@ -575,11 +581,13 @@ impl Escaped {
             head: 0,
             tail: 0,
             next: [0; MAX_LEVELS + 1],
+            codes: [[0; CHUNK + SLACK]; MAX_LEVELS + 1],
+            exps: [[0; CHUNK + SLACK]; MAX_LEVELS],
+            masks: [[0; CHUNK / 64]; MAX_LEVELS],
         }
     }
 
-    /// The queued exponents and the slack after them (`pending().len() - ESCAPED_SLACK` are
-    /// real).
+    /// The queued exponents and the slack after them.
     fn pending(&self) -> Escapes<'_> {
         Escapes {
             values: &self.queue[self.head..],
@@ -607,42 +615,59 @@ impl Escaped {
         self.tail -= self.head;
         self.head = 0;
         let n = CHUNK.min(left);
-        // Per level from 1: the chunk's codes, then their exponents; and which of them escaped.
-        let mut codes = [[0u8; CHUNK + SLACK]; MAX_LEVELS + 1];
-        let mut exps = [[0u8; CHUNK + SLACK]; MAX_LEVELS + 1];
-        let mut masks = [[0u64; CHUNK / 64]; MAX_LEVELS];
+        let Escaped {
+            queue,
+            next,
+            codes,
+            exps,
+            masks,
+            ..
+        } = self;
+        let queued = &mut queue[self.tail..self.tail + n];
         // Top-down: each level's escapes say how many entries the next level supplies.
         let mut counts = [0usize; MAX_LEVELS + 1];
         counts[1] = n;
         for level in 1..=levels {
             let plane = &layout.planes[level];
             let n = counts[level];
-            if self.next[level] + n > plane.count {
+            if next[level] + n > plane.count {
                 return Err("more escapes than entries in the next level");
             }
             let codes = &mut codes[level][..n];
-            isa.unpack(frame, plane, self.next[level], codes);
-            self.next[level] += n;
+            isa.unpack(frame, plane, next[level], codes);
+            next[level] += n;
             if level == levels || n == 0 {
                 break;
             }
-            isa.lookup(
-                codes,
-                &luts[level],
-                usize::from(escapes[level]),
-                &mut exps[level][..n],
-            );
+            let exps = if level == 1 {
+                &mut queued[..]
+            } else {
+                &mut exps[level][..n]
+            };
+            isa.lookup(codes, &luts[level], usize::from(escapes[level]), exps);
             counts[level + 1] = isa.escape_masks(codes, escapes[level], &mut masks[level]);
         }
         // Bottom-up: the exponent level's values fill the last level's escapes, and so on.
-        exps[levels][..counts[levels]].copy_from_slice(&codes[levels][..counts[levels]]);
-        for level in (1..levels).rev() {
-            let (upper, lower) = exps.split_at_mut(level + 1);
-            if counts[level + 1] > 0 {
-                isa.expand(&masks[level], &lower[0], &mut upper[level][..counts[level]]);
-            }
+        if levels == 1 {
+            queued.copy_from_slice(&codes[1][..n]);
         }
-        self.queue[self.tail..self.tail + n].copy_from_slice(&exps[1][..n]);
+        for level in (1..levels).rev() {
+            if counts[level + 1] == 0 {
+                continue;
+            }
+            let (upper, lower) = exps.split_at_mut(level + 1);
+            let values = if level + 1 == levels {
+                &codes[levels][..]
+            } else {
+                &lower[0][..]
+            };
+            let exps = if level == 1 {
+                &mut queued[..]
+            } else {
+                &mut upper[level][..counts[level]]
+            };
+            isa.expand(&masks[level], values, exps);
+        }
         self.tail += n;
         Ok(())
     }
