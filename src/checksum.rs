@@ -3,8 +3,8 @@
 //! XXH32's round function run in 32 independent lanes over 128-byte blocks, so it vectorizes on a
 //! CPU (four AVX2 registers), a GPU warp or an NPU vector unit, unlike XXH32's four lanes.
 
-const P1: u32 = 0x9E37_79B1;
-const P2: u32 = 0x85EB_CA77;
+pub(crate) const P1: u32 = 0x9E37_79B1;
+pub(crate) const P2: u32 = 0x85EB_CA77;
 const P3: u32 = 0xC2B2_AE3D;
 const P4: u32 = 0x27D4_EB2F;
 const P5: u32 = 0x1656_67B1;
@@ -60,7 +60,10 @@ impl H32 {
     /// FORMAT.md says); a piece after it would hash differently from the whole.
     #[inline(always)]
     pub fn update(&mut self, bytes: &[u8]) {
-        debug_assert!(self.len % BLOCK == 0, "h32: a piece after a partial block");
+        debug_assert!(
+            self.len.is_multiple_of(BLOCK),
+            "h32: a piece after a partial block"
+        );
         let mut blocks = bytes.chunks_exact(BLOCK);
         for block in &mut blocks {
             // chunks_exact guarantees the length; the conversion cannot fail.

@@ -524,6 +524,7 @@ fn read_ranked<const B: usize, L: Lane, I: Isa>(
     for start in (0..elements).step_by(CHUNK) {
         let len = CHUNK.min(elements - start);
         escaped.refill(isa, frame, layout, levels, &luts, &escapes)?;
+        let pending = escaped.pending();
         let taken = isa
             .ranked_chunk::<B, L>(
                 fields,
@@ -533,10 +534,11 @@ fn read_ranked<const B: usize, L: Lane, I: Isa>(
                 start,
                 &luts[0],
                 escapes[0],
-                escaped.pending(),
+                pending,
                 &mut out[B * start..B * (start + len)],
                 hash.as_deref_mut(),
             )
+            .filter(|&taken| taken <= pending.count)
             .ok_or("more escapes than entries in the next level")?;
         escaped.head += taken;
     }

@@ -205,6 +205,7 @@ pub(crate) use x86::Avx2;
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
 mod x86 {
     use super::*;
+    use crate::checksum;
     use crate::kernels::Run;
     use core::arch::x86_64::*;
 
@@ -328,24 +329,47 @@ mod x86 {
                     // Codes at or past `symbols` read zero, as in the portable version.
                     let mut small = [0u8; 16];
                     small[..symbols].copy_from_slice(&table[..symbols]);
-                    if self.avx512 {
-                        // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI2.
-                        unsafe {
-                            resolve_store512::<B, L>(
-                                fields, frame, residual, start, codes, &small, masks, deeper, out,
-                            )
-                        }
-                    } else {
-                        unsafe {
-                            resolve_store::<B, L>(
-                                fields, frame, residual, start, codes, &small, masks, deeper, out,
-                            )
-                        }
+                    unsafe {
+                        resolve_store::<B, L>(
+                            fields, frame, residual, start, codes, &small, masks, deeper, out,
+                        )
                     }
                 }
                 // Larger tables (rare): the portable step.
                 _ => Portable.resolve_store::<B, L>(
                     fields, frame, residual, start, codes, table, symbols, masks, deeper, out,
+                ),
+            }
+        }
+
+        #[inline(always)]
+        fn ranked_chunk<const B: usize, L: Lane>(
+            self,
+            fields: &Fields,
+            frame: &[u8],
+            plane: &Plane,
+            residual: &Plane,
+            start: usize,
+            table: &[u8; MAX_SYMBOLS],
+            escape: u8,
+            deeper: Escapes<'_>,
+            out: &mut [u8],
+            hash: Option<&mut H32>,
+        ) -> Option<usize> {
+            match (B, L::BITS) {
+                (2, 16) | (4, 32) if self.avx512 && escape < 16 => {
+                    let mut small = [0u8; 16];
+                    small.copy_from_slice(&table[..16]);
+                    // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI2.
+                    unsafe {
+                        ranked_chunk512::<B, L>(
+                            self, fields, frame, plane, residual, start, &small, escape, deeper,
+                            out, hash,
+                        )
+                    }
+                }
+                _ => ranked_chunk_steps::<B, L, Self>(
+                    self, fields, frame, plane, residual, start, table, escape, deeper, out, hash,
                 ),
             }
         }
@@ -1004,44 +1028,91 @@ mod x86 {
         }
     }
 
-    /// [`resolve_store`] with AVX-512: 32 elements per step, the escaped exponents placed by one
-    /// `vpexpandb` under the escape mask, residuals and merge in 512-bit registers. Whole blocks
-    /// of 64 elements whose residual words lie in one run per sub-plane; the rest (and any other
-    /// chunk) goes to the AVX2 version.
+    /// The fields of 32 values from `at` on, in 16-bit lanes: per sub-plane (offset, bit to take
+    /// the field from, bit to place it at, mask) the field of 32 consecutive words.
+    ///
+    /// SAFETY: the caller checked that every sub-plane's words `offset + 2 * (at..at + 32)` lie in
+    /// the buffer at `fp`.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
+    unsafe fn fields32(
+        fp: *const u8,
+        subs: &[(usize, __m128i, __m128i, u16)],
+        at: usize,
+    ) -> __m512i {
+        let mut v = _mm512_setzero_si512();
+        for &(offset, take, place, mask) in subs {
+            let w = _mm512_loadu_si512(fp.add(offset + 2 * at).cast());
+            let f = _mm512_and_si512(_mm512_srl_epi16(w, take), _mm512_set1_epi16(mask as i16));
+            v = _mm512_or_si512(v, _mm512_sll_epi16(f, place));
+        }
+        v
+    }
+
+    /// One `h32` round of 16 lanes (checksum.rs `round`).
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt")]
+    #[inline]
+    unsafe fn h32_round(acc: __m512i, w: __m512i) -> __m512i {
+        let w = _mm512_mullo_epi32(w, _mm512_set1_epi32(checksum::P2 as i32));
+        let acc = _mm512_rol_epi32::<13>(_mm512_add_epi32(acc, w));
+        _mm512_mullo_epi32(acc, _mm512_set1_epi32(checksum::P1 as i32))
+    }
+
+    /// [`Isa::ranked_chunk`] in one pass per 32 elements: the codes come from the plane's words
+    /// (shift, mask, narrow), a compare finds the escapes, `vpshufb` looks the others up and
+    /// `vpexpandb` places the next queued exponents in the escaped lanes; the residuals are read
+    /// in place, merged, stored, and hashed in registers. Chunks whose planes do not lie in one
+    /// run of words, and the last elements short of 64, take the separate steps.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn resolve_store512<const B: usize, L: Lane>(
+    unsafe fn ranked_chunk512<const B: usize, L: Lane>(
+        isa: Avx2,
         fields: &Fields,
         frame: &[u8],
         plane: &Plane,
+        residual: &Plane,
         start: usize,
-        codes: &[u8],
         table: &[u8; 16],
-        masks: &[u64],
-        deeper: &[u8],
+        escape: u8,
+        deeper: Escapes<'_>,
         out: &mut [u8],
-    ) {
-        let n = codes.len().min(out.len() / B).min(kernels::CHUNK);
+        mut hash: Option<&mut H32>,
+    ) -> Option<usize> {
+        let n = (out.len() / B).min(kernels::CHUNK);
         let blocks = n / 64 * 64;
-        // One run of words per sub-plane; 32 bytes of `deeper` past the last value it can
-        // supply (`k <= q` before each block, as in `resolve_store`).
-        let words = residual_words(frame, plane, start, blocks);
-        let Some(words) = words.filter(|_| blocks > 0 && deeper.len() >= blocks + 32) else {
-            return resolve_store::<B, L>(
-                fields, frame, plane, start, codes, table, masks, deeper, out,
-            );
+        let wide = table_of(table);
+        let steps = |start: usize, deeper: Escapes<'_>, out: &mut [u8], hash: Option<&mut H32>| {
+            ranked_chunk_steps::<B, L, Avx2>(
+                isa, fields, frame, plane, residual, start, &wide, escape, deeper, out, hash,
+            )
         };
-        let mut subs = [(0, _mm_setzero_si128(), _mm_setzero_si128(), 0u16); 5];
-        for (slot, &(offset, take, place, mask)) in subs.iter_mut().zip(&words) {
-            *slot = (
-                offset,
-                _mm_cvtsi32_si128(take as i32),
-                _mm_cvtsi32_si128(place as i32),
-                mask,
-            );
-        }
-        let subs = &subs[..plane.len];
+        // One run of words per sub-plane of both planes, and 32 readable queue bytes past every
+        // exponent a block can start at (`k <= deeper.count` before each block).
+        let fits = blocks > 0
+            && deeper.values.len() >= deeper.count + 32
+            && hash
+                .as_ref()
+                .is_none_or(|h| h.len.is_multiple_of(checksum::BLOCK));
+        let runs = (
+            residual_words(frame, plane, start, blocks),
+            residual_words(frame, residual, start, blocks),
+        );
+        let (true, (Some(code_words), Some(residual_words))) = (fits, runs) else {
+            return steps(start, deeper, out, hash);
+        };
+        let shifts = |words: &[(usize, u32, u32, u16); 5]| {
+            words.map(|(offset, take, place, mask)| {
+                (
+                    offset,
+                    _mm_cvtsi32_si128(take as i32),
+                    _mm_cvtsi32_si128(place as i32),
+                    mask,
+                )
+            })
+        };
+        let (code_subs, residual_subs) = (shifts(&code_words), shifts(&residual_words));
+        let code_subs = &code_subs[..plane.len];
+        let residual_subs = &residual_subs[..residual.len];
         let live = fields.m - fields.k;
         let (live_c, sign_c) = (
             _mm_cvtsi32_si128(live as i32),
@@ -1053,75 +1124,80 @@ mod x86 {
         );
         let live_mask = (1u32 << live) - 1;
         let lut = _mm256_broadcastsi128_si256(_mm_loadu_si128(table.as_ptr().cast()));
-        let (fp, op) = (frame.as_ptr(), out.as_mut_ptr());
+        let escapes = _mm256_set1_epi8(escape as i8);
+        let (fp, op, dp) = (frame.as_ptr(), out.as_mut_ptr(), deeper.values.as_ptr());
+        // The h32 lanes: 0..16 hash the first 64 bytes of each 128-byte block, 16..32 the rest.
+        let mut acc = [_mm512_setzero_si512(); 2];
+        if let Some(h) = hash.as_deref() {
+            acc = [0, 16].map(|j| _mm512_loadu_si512(h.acc[j..j + 16].as_ptr().cast()));
+        }
+        let hashing = hash.is_some();
         let mut k = 0;
-        for q in (0..blocks).step_by(64) {
-            let word = masks[q / 64];
-            for half in 0..2 {
-                let at = q + 32 * half;
-                let bits = (word >> (32 * half)) as u32;
-                // SAFETY: `at + 32 <= blocks <= n <= codes.len()`; `k + 32 <= at + 32 <=
-                // deeper.len()`; the residual words `offset + 2 * (at..at + 32)` and the output
-                // `B * (at..at + 32)` were checked above.
-                let c = _mm256_loadu_si256(codes.as_ptr().add(at).cast());
-                let values = _mm256_loadu_si256(deeper.as_ptr().add(k).cast());
-                let x = _mm256_mask_expand_epi8(_mm256_shuffle_epi8(lut, c), bits, values);
-                k += bits.count_ones() as usize;
-                if B == 2 {
-                    let mut r = _mm512_setzero_si512();
-                    for &(offset, take, place, mask) in subs {
-                        let w = _mm512_loadu_si512(fp.add(offset + 2 * at).cast());
-                        let f = _mm512_and_si512(
-                            _mm512_srl_epi16(w, take),
-                            _mm512_set1_epi16(mask as i16),
-                        );
-                        r = _mm512_or_si512(r, _mm512_sll_epi16(f, place));
-                    }
-                    let sign = _mm512_sll_epi16(_mm512_srl_epi16(r, live_c), sign_c);
-                    let mant = _mm512_and_si512(r, _mm512_set1_epi16(live_mask as u16 as i16));
-                    let mant = _mm512_sll_epi16(mant, mant_c);
-                    let exp = _mm512_sll_epi16(_mm512_cvtepu8_epi16(x), exp_c);
+        for at in (0..blocks).step_by(32) {
+            // SAFETY: `at + 32 <= blocks`; the words of both planes for `start + (0..blocks)`
+            // were checked by `residual_words`; `k <= deeper.count` (checked after every step),
+            // so `k + 32 <= deeper.values.len()`; the output `B * (at..at + 32)` is in `out`.
+            let c = _mm512_cvtepi16_epi8(fields32(fp, code_subs, at));
+            let bits = _mm256_cmpeq_epi8_mask(c, escapes);
+            let values = _mm256_loadu_si256(dp.add(k).cast());
+            let x = _mm256_mask_expand_epi8(_mm256_shuffle_epi8(lut, c), bits, values);
+            k += bits.count_ones() as usize;
+            if k > deeper.count {
+                return None;
+            }
+            if B == 2 {
+                let r = fields32(fp, residual_subs, at);
+                let sign = _mm512_sll_epi16(_mm512_srl_epi16(r, live_c), sign_c);
+                let mant = _mm512_and_si512(r, _mm512_set1_epi16(live_mask as u16 as i16));
+                let mant = _mm512_sll_epi16(mant, mant_c);
+                let exp = _mm512_sll_epi16(_mm512_cvtepu8_epi16(x), exp_c);
+                let u = _mm512_or_si512(_mm512_or_si512(sign, mant), exp);
+                _mm512_storeu_si512(op.add(2 * at).cast(), u);
+                if hashing {
+                    let half = (at / 32) % 2;
+                    acc[half] = h32_round(acc[half], u);
+                }
+            } else {
+                let (mut lo, mut hi) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+                for &(offset, take, place, mask) in residual_subs {
+                    let w = _mm512_loadu_si512(fp.add(offset + 2 * at).cast());
+                    let f =
+                        _mm512_and_si512(_mm512_srl_epi16(w, take), _mm512_set1_epi16(mask as i16));
+                    let f0 = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(f));
+                    let f1 = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64::<1>(f));
+                    lo = _mm512_or_si512(lo, _mm512_sll_epi32(f0, place));
+                    hi = _mm512_or_si512(hi, _mm512_sll_epi32(f1, place));
+                }
+                let xs = [_mm256_castsi256_si128(x), _mm256_extracti128_si256::<1>(x)];
+                for (i, (r, xh)) in [lo, hi].into_iter().zip(xs).enumerate() {
+                    let sign = _mm512_sll_epi32(_mm512_srl_epi32(r, live_c), sign_c);
+                    let mant = _mm512_and_si512(r, _mm512_set1_epi32(live_mask as i32));
+                    let mant = _mm512_sll_epi32(mant, mant_c);
+                    let exp = _mm512_sll_epi32(_mm512_cvtepu8_epi32(xh), exp_c);
                     let u = _mm512_or_si512(_mm512_or_si512(sign, mant), exp);
-                    _mm512_storeu_si512(op.add(2 * at).cast(), u);
-                } else {
-                    let (mut lo, mut hi) = (_mm512_setzero_si512(), _mm512_setzero_si512());
-                    for &(offset, take, place, mask) in subs {
-                        let w = _mm512_loadu_si512(fp.add(offset + 2 * at).cast());
-                        let f = _mm512_and_si512(
-                            _mm512_srl_epi16(w, take),
-                            _mm512_set1_epi16(mask as i16),
-                        );
-                        let f0 = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(f));
-                        let f1 = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64::<1>(f));
-                        lo = _mm512_or_si512(lo, _mm512_sll_epi32(f0, place));
-                        hi = _mm512_or_si512(hi, _mm512_sll_epi32(f1, place));
-                    }
-                    let xs = [_mm256_castsi256_si128(x), _mm256_extracti128_si256::<1>(x)];
-                    for (i, (r, xh)) in [lo, hi].into_iter().zip(xs).enumerate() {
-                        let sign = _mm512_sll_epi32(_mm512_srl_epi32(r, live_c), sign_c);
-                        let mant = _mm512_and_si512(r, _mm512_set1_epi32(live_mask as i32));
-                        let mant = _mm512_sll_epi32(mant, mant_c);
-                        let exp = _mm512_sll_epi32(_mm512_cvtepu8_epi32(xh), exp_c);
-                        let u = _mm512_or_si512(_mm512_or_si512(sign, mant), exp);
-                        _mm512_storeu_si512(op.add(4 * at + 64 * i).cast(), u);
+                    _mm512_storeu_si512(op.add(4 * at + 64 * i).cast(), u);
+                    if hashing {
+                        acc[i] = h32_round(acc[i], u);
                     }
                 }
             }
         }
-        if blocks < n {
-            // The last elements: the AVX2 step, from the next mask word and deeper value on.
-            resolve_store::<B, L>(
-                fields,
-                frame,
-                plane,
-                start + blocks,
-                &codes[blocks..n],
-                table,
-                &masks[blocks / 64..],
-                &deeper[k..],
-                &mut out[B * blocks..B * n],
-            );
+        if let Some(h) = hash.as_deref_mut() {
+            for (j, a) in [0, 16].into_iter().zip(acc) {
+                _mm512_storeu_si512(h.acc[j..j + 16].as_mut_ptr().cast(), a);
+            }
+            h.len += B * blocks;
         }
+        if blocks == n {
+            return Some(k);
+        }
+        // The last elements: the separate steps, from the next queued exponent on.
+        let rest = Escapes {
+            values: &deeper.values[k..],
+            count: deeper.count - k,
+        };
+        let taken = steps(start + blocks, rest, &mut out[B * blocks..B * n], hash)?;
+        Some(k + taken)
     }
 
     /// Where the residual fields of values `start..start + n` are, when every sub-plane holds
@@ -1170,6 +1246,7 @@ mod tests {
     use super::*;
     use crate::format::Dtype;
     use crate::kernels::{PlaneWriter, CHUNK};
+    use std::format;
 
     struct Rng(u64);
     impl Rng {
@@ -1342,6 +1419,145 @@ mod tests {
                 Portable.compress(&ma, &codes, &mut cb)
             );
             assert_eq!(ca[..na], cb[..na], "compress");
+        }
+    }
+
+    #[test]
+    fn ranked_chunk_agrees() {
+        let Some(detected) = avx2() else { return };
+        let mut rng = Rng(7);
+        for case in 0..cases(600) {
+            let dtype = Dtype::ALL[case % 3];
+            let b = dtype.element_bytes();
+            let fields = Fields::new(dtype, rng.below(dtype.mantissa_bits() as usize + 1) as u32);
+            // Mostly frame lengths whose planes keep a chunk in one run of words (the fused
+            // step), sometimes any length (the separate steps).
+            let count = if rng.below(4) == 0 {
+                1 + rng.below(5000)
+            } else {
+                1024 << rng.below(5)
+            };
+            let width = 1 + rng.below(if case % 5 == 0 { 6 } else { 4 }) as u32;
+            let escape = ((1u32 << width) - 1) as u8;
+            let residual = Plane::at(64, fields.residual_bits(), count);
+            let plane = Plane::at(residual.end(), width, count);
+            let mut frame = std::vec![0u8; plane.end() + 64];
+            let (mut rw, mut cw) = (PlaneWriter::new(residual), PlaneWriter::new(plane));
+            let mut codes = std::vec::Vec::new();
+            for _ in 0..count {
+                rw.push(
+                    &mut frame,
+                    rng.next() as u32 & ((1 << fields.residual_bits()) - 1),
+                );
+                let code = if rng.below(4) == 0 {
+                    u32::from(escape)
+                } else {
+                    rng.below(usize::from(escape) + 1) as u32
+                };
+                cw.push(&mut frame, code);
+                codes.push(code as u8);
+            }
+            let start = if rng.below(4) == 0 {
+                rng.below(count)
+            } else {
+                rng.below(count.div_ceil(CHUNK)) * CHUNK
+            };
+            let len = CHUNK.min(count - start);
+            let escaped = codes[start..start + len]
+                .iter()
+                .filter(|&&c| c == escape)
+                .count();
+            let mut table = [0u8; MAX_SYMBOLS];
+            for t in table.iter_mut().take(usize::from(escape)) {
+                *t = (rng.next() as u32 & ((1 << fields.e) - 1)) as u8;
+            }
+            // Sometimes one exponent short of what the codes escape: every path must refuse.
+            let queued = if escaped > 0 && rng.below(6) == 0 {
+                escaped - 1
+            } else {
+                escaped + rng.below(40)
+            };
+            let values: std::vec::Vec<u8> = (0..queued + 64)
+                .map(|_| (rng.next() as u32 & ((1 << fields.e) - 1)) as u8)
+                .collect();
+            let mut prefix = H32::new();
+            prefix.update(&[9u8; 256][..128 * rng.below(3)]);
+            let run = |isa: &dyn Fn(&mut [u8], &mut H32) -> Option<usize>| {
+                let mut out = std::vec![5u8; b * len];
+                let mut hash = prefix.clone();
+                let taken = isa(&mut out, &mut hash);
+                (taken, out, hash.acc, hash.len)
+            };
+            let deeper = Escapes {
+                values: &values,
+                count: queued,
+            };
+            let (fields, frame, plane, residual, table) =
+                (&fields, &frame, &plane, &residual, &table);
+            let with = |isa: Avx2| {
+                move |out: &mut [u8], hash: &mut H32| match b {
+                    2 => isa.ranked_chunk::<2, u16>(
+                        fields,
+                        frame,
+                        plane,
+                        residual,
+                        start,
+                        table,
+                        escape,
+                        deeper,
+                        out,
+                        Some(hash),
+                    ),
+                    _ => isa.ranked_chunk::<4, u32>(
+                        fields,
+                        frame,
+                        plane,
+                        residual,
+                        start,
+                        table,
+                        escape,
+                        deeper,
+                        out,
+                        Some(hash),
+                    ),
+                }
+            };
+            let portable = |out: &mut [u8], hash: &mut H32| match b {
+                2 => Portable.ranked_chunk::<2, u16>(
+                    fields,
+                    frame,
+                    plane,
+                    residual,
+                    start,
+                    table,
+                    escape,
+                    deeper,
+                    out,
+                    Some(hash),
+                ),
+                _ => Portable.ranked_chunk::<4, u32>(
+                    fields,
+                    frame,
+                    plane,
+                    residual,
+                    start,
+                    table,
+                    escape,
+                    deeper,
+                    out,
+                    Some(hash),
+                ),
+            };
+            let expected = run(&portable);
+            assert_eq!(expected.0.is_some(), queued >= escaped);
+            let what = format!("{dtype:?} count {count} start {start} width {width}");
+            for isa in [detected, detected.without_avx512()] {
+                let got = run(&with(isa));
+                assert_eq!(got.0, expected.0, "taken: {what}");
+                if expected.0.is_some() {
+                    assert_eq!(got, expected, "{what}");
+                }
+            }
         }
     }
 
