@@ -357,17 +357,13 @@ mod x86 {
             hash: Option<&mut H32>,
         ) -> Option<usize> {
             match (B, L::BITS) {
-                (2, 16) | (4, 32) if self.avx512 && escape < 16 => {
-                    let mut small = [0u8; 16];
-                    small.copy_from_slice(&table[..16]);
-                    // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI2.
-                    unsafe {
-                        ranked_chunk512::<B, L>(
-                            self, fields, frame, plane, residual, start, &small, escape, deeper,
-                            out, hash,
-                        )
-                    }
-                }
+                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI2.
+                (2, 16) | (4, 32) if self.avx512 && escape < 16 => unsafe {
+                    ranked_chunk512::<B, L>(
+                        self, fields, frame, plane, residual, start, table, escape, deeper, out,
+                        hash,
+                    )
+                },
                 _ => ranked_chunk_steps::<B, L, Self>(
                     self, fields, frame, plane, residual, start, table, escape, deeper, out, hash,
                 ),
@@ -1072,7 +1068,7 @@ mod x86 {
         plane: &Plane,
         residual: &Plane,
         start: usize,
-        table: &[u8; 16],
+        table: &[u8; MAX_SYMBOLS],
         escape: u8,
         deeper: Escapes<'_>,
         out: &mut [u8],
@@ -1080,10 +1076,9 @@ mod x86 {
     ) -> Option<usize> {
         let n = (out.len() / B).min(kernels::CHUNK);
         let blocks = n / 64 * 64;
-        let wide = table_of(table);
         let steps = |start: usize, deeper: Escapes<'_>, out: &mut [u8], hash: Option<&mut H32>| {
             ranked_chunk_steps::<B, L, Avx2>(
-                isa, fields, frame, plane, residual, start, &wide, escape, deeper, out, hash,
+                isa, fields, frame, plane, residual, start, table, escape, deeper, out, hash,
             )
         };
         // One run of words per sub-plane of both planes, and 32 readable queue bytes past every
@@ -1133,51 +1128,56 @@ mod x86 {
         }
         let hashing = hash.is_some();
         let mut k = 0;
-        for at in (0..blocks).step_by(32) {
-            // SAFETY: `at + 32 <= blocks`; the words of both planes for `start + (0..blocks)`
-            // were checked by `residual_words`; `k <= deeper.count` (checked after every step),
-            // so `k + 32 <= deeper.values.len()`; the output `B * (at..at + 32)` is in `out`.
-            let c = _mm512_cvtepi16_epi8(fields32(fp, code_subs, at));
-            let bits = _mm256_cmpeq_epi8_mask(c, escapes);
-            let values = _mm256_loadu_si256(dp.add(k).cast());
-            let x = _mm256_mask_expand_epi8(_mm256_shuffle_epi8(lut, c), bits, values);
-            k += bits.count_ones() as usize;
-            if k > deeper.count {
-                return None;
-            }
-            if B == 2 {
-                let r = fields32(fp, residual_subs, at);
-                let sign = _mm512_sll_epi16(_mm512_srl_epi16(r, live_c), sign_c);
-                let mant = _mm512_and_si512(r, _mm512_set1_epi16(live_mask as u16 as i16));
-                let mant = _mm512_sll_epi16(mant, mant_c);
-                let exp = _mm512_sll_epi16(_mm512_cvtepu8_epi16(x), exp_c);
-                let u = _mm512_or_si512(_mm512_or_si512(sign, mant), exp);
-                _mm512_storeu_si512(op.add(2 * at).cast(), u);
-                if hashing {
-                    let half = (at / 32) % 2;
-                    acc[half] = h32_round(acc[half], u);
+        for block in (0..blocks).step_by(64) {
+            // Two steps of 32: the first hashes into lanes 0..16, the second into 16..32 (B = 2).
+            for half in 0..2 {
+                let at = block + 32 * half;
+                // SAFETY: `at + 32 <= blocks`; the words of both planes for `start + (0..blocks)`
+                // were checked by `residual_words`; `k <= deeper.count` (checked after every step),
+                // so `k + 32 <= deeper.values.len()`; the output `B * (at..at + 32)` is in `out`.
+                let c = _mm512_cvtepi16_epi8(fields32(fp, code_subs, at));
+                let bits = _mm256_cmpeq_epi8_mask(c, escapes);
+                let values = _mm256_loadu_si256(dp.add(k).cast());
+                let x = _mm256_mask_expand_epi8(_mm256_shuffle_epi8(lut, c), bits, values);
+                k += bits.count_ones() as usize;
+                if k > deeper.count {
+                    return None;
                 }
-            } else {
-                let (mut lo, mut hi) = (_mm512_setzero_si512(), _mm512_setzero_si512());
-                for &(offset, take, place, mask) in residual_subs {
-                    let w = _mm512_loadu_si512(fp.add(offset + 2 * at).cast());
-                    let f =
-                        _mm512_and_si512(_mm512_srl_epi16(w, take), _mm512_set1_epi16(mask as i16));
-                    let f0 = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(f));
-                    let f1 = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64::<1>(f));
-                    lo = _mm512_or_si512(lo, _mm512_sll_epi32(f0, place));
-                    hi = _mm512_or_si512(hi, _mm512_sll_epi32(f1, place));
-                }
-                let xs = [_mm256_castsi256_si128(x), _mm256_extracti128_si256::<1>(x)];
-                for (i, (r, xh)) in [lo, hi].into_iter().zip(xs).enumerate() {
-                    let sign = _mm512_sll_epi32(_mm512_srl_epi32(r, live_c), sign_c);
-                    let mant = _mm512_and_si512(r, _mm512_set1_epi32(live_mask as i32));
-                    let mant = _mm512_sll_epi32(mant, mant_c);
-                    let exp = _mm512_sll_epi32(_mm512_cvtepu8_epi32(xh), exp_c);
+                if B == 2 {
+                    let r = fields32(fp, residual_subs, at);
+                    let sign = _mm512_sll_epi16(_mm512_srl_epi16(r, live_c), sign_c);
+                    let mant = _mm512_and_si512(r, _mm512_set1_epi16(live_mask as u16 as i16));
+                    let mant = _mm512_sll_epi16(mant, mant_c);
+                    let exp = _mm512_sll_epi16(_mm512_cvtepu8_epi16(x), exp_c);
                     let u = _mm512_or_si512(_mm512_or_si512(sign, mant), exp);
-                    _mm512_storeu_si512(op.add(4 * at + 64 * i).cast(), u);
+                    _mm512_storeu_si512(op.add(2 * at).cast(), u);
                     if hashing {
-                        acc[i] = h32_round(acc[i], u);
+                        acc[half] = h32_round(acc[half], u);
+                    }
+                } else {
+                    let (mut lo, mut hi) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+                    for &(offset, take, place, mask) in residual_subs {
+                        let w = _mm512_loadu_si512(fp.add(offset + 2 * at).cast());
+                        let f = _mm512_and_si512(
+                            _mm512_srl_epi16(w, take),
+                            _mm512_set1_epi16(mask as i16),
+                        );
+                        let f0 = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(f));
+                        let f1 = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64::<1>(f));
+                        lo = _mm512_or_si512(lo, _mm512_sll_epi32(f0, place));
+                        hi = _mm512_or_si512(hi, _mm512_sll_epi32(f1, place));
+                    }
+                    let xs = [_mm256_castsi256_si128(x), _mm256_extracti128_si256::<1>(x)];
+                    for (i, (r, xh)) in [lo, hi].into_iter().zip(xs).enumerate() {
+                        let sign = _mm512_sll_epi32(_mm512_srl_epi32(r, live_c), sign_c);
+                        let mant = _mm512_and_si512(r, _mm512_set1_epi32(live_mask as i32));
+                        let mant = _mm512_sll_epi32(mant, mant_c);
+                        let exp = _mm512_sll_epi32(_mm512_cvtepu8_epi32(xh), exp_c);
+                        let u = _mm512_or_si512(_mm512_or_si512(sign, mant), exp);
+                        _mm512_storeu_si512(op.add(4 * at + 64 * i).cast(), u);
+                        if hashing {
+                            acc[i] = h32_round(acc[i], u);
+                        }
                     }
                 }
             }
