@@ -914,17 +914,20 @@ impl GroupRanges {
             }
         }
         let mut unflagged = [[0u32; 9]; GROUPS_BASES];
-        // fits[g]: groups with smallest exponent g whose largest fits under the current base.
-        let mut fits = [0u32; MAX_SYMBOLS];
+        // fits[g]: groups with smallest exponent at least g whose largest fits under the
+        // current base (a suffix sum, so each (b, m) is one lookup).
+        let mut fits = [0u32; MAX_SYMBOLS + 1];
         for (c, row) in unflagged.iter_mut().enumerate().take(candidates) {
-            for (f, &j) in fits.iter_mut().zip(&joint[c]) {
-                *f += u32::from(j);
+            let mut above = 0;
+            for g in (0..MAX_SYMBOLS).rev() {
+                above += u32::from(joint[c][g]);
+                fits[g] += above;
             }
             let base = i64::from(first) + c as i64;
             for (m, count) in row.iter_mut().enumerate() {
                 // Those whose smallest exponent is above base - 2^m.
                 let lowest = (base - (1i64 << m) + 1).clamp(0, MAX_SYMBOLS as i64) as usize;
-                *count = fits[lowest..].iter().sum();
+                *count = fits[lowest];
             }
         }
         unflagged
