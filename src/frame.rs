@@ -99,8 +99,7 @@ fn encode_elements<const B: usize, I: Isa>(
     for start in (0..elements).step_by(CHUNK) {
         let len = CHUNK.min(elements - start);
         let run = &input[B * start..B * (start + len)];
-        isa.exponents::<B>(&exponent_fields, run, &mut x[..len]);
-        stats.add::<B>(&exponent_fields, run, &x[..len]);
+        isa.exponent_stats::<B>(&exponent_fields, run, &mut x[..len], &mut stats);
         if coding != Coding::Ranked {
             ranges.add(start, &x[..len]);
         }

@@ -624,7 +624,14 @@ pub struct FrameStats {
     pub elements: usize,
     /// Three more histograms, summed into `histogram` by `finish`.
     parts: [[u32; MAX_SYMBOLS]; 3],
+    /// Elements added so far.
+    pub(crate) counted: usize,
+    /// See [`FrameStats::frequent`]: not chosen yet, or chosen (and maybe none).
+    frequent: Option<Option<[u8; FREQUENT]>>,
 }
+
+/// How many exponents a vector kernel counts by compares (see [`FrameStats::frequent`]).
+pub const FREQUENT: usize = 8;
 
 impl FrameStats {
     /// Statistics of no elements yet, for a frame of `elements`: [`FrameStats::add`] every run
@@ -635,7 +642,47 @@ impl FrameStats {
             mantissa_or: 0,
             elements,
             parts: [[0; MAX_SYMBOLS]; 3],
+            counted: 0,
+            frequent: None,
         }
+    }
+
+    /// The [`FREQUENT`] most frequent exponents among the first [`CHUNK`] elements, once that
+    /// many were added, when they cover at least 3/4 of them (typical of weights, whose
+    /// exponents crowd a few values); else None. Vector kernels count these by compares and the
+    /// others one by one; any choice gives the same histogram.
+    pub fn frequent(&mut self) -> Option<[u8; FREQUENT]> {
+        if let Some(chosen) = self.frequent {
+            return chosen;
+        }
+        if self.counted < CHUNK {
+            return None;
+        }
+        let mut counts = self.histogram;
+        for part in &self.parts {
+            for (c, &p) in counts.iter_mut().zip(part) {
+                *c += p;
+            }
+        }
+        // Distinct values, largest count first (the smallest value on ties).
+        let mut top = [0u8; FREQUENT];
+        let mut taken = [false; MAX_SYMBOLS];
+        let mut covered = 0;
+        for slot in &mut top {
+            let mut best = None;
+            for (x, &c) in counts.iter().enumerate() {
+                if !taken[x] && best.is_none_or(|b: usize| c > counts[b]) {
+                    best = Some(x);
+                }
+            }
+            let best = best.unwrap_or(0);
+            taken[best] = true;
+            *slot = best as u8;
+            covered += counts[best] as usize;
+        }
+        let chosen = (4 * covered >= 3 * self.counted).then_some(top);
+        self.frequent = Some(chosen);
+        chosen
     }
 
     /// Adds a run of elements (`input`, little-endian) and their exponents `x`.
@@ -656,6 +703,7 @@ impl FrameStats {
         }
         let or = input.chunks_exact(B).fold(0, |or, e| or | load::<B>(e, 0));
         self.mantissa_or |= or & ((1 << fields.m) - 1);
+        self.counted += x.len();
     }
 
     /// Completes the histogram after the last [`FrameStats::add`].

@@ -10,7 +10,7 @@
 #![allow(unsafe_code)]
 
 use crate::checksum::H32;
-use crate::kernels::{self, Fields, Lane, Plane, MAX_SYMBOLS};
+use crate::kernels::{self, Fields, FrameStats, Lane, Plane, MAX_SYMBOLS};
 
 /// The kernels an instruction set provides. A value of the implementing type is a proof that the
 /// CPU can run them.
@@ -31,6 +31,19 @@ pub(crate) trait Isa: Copy {
     #[inline(always)]
     fn exponents<const B: usize>(self, fields: &Fields, input: &[u8], x: &mut [u8]) {
         kernels::exponents::<B>(fields, input, x)
+    }
+
+    /// [`kernels::exponents`] of a run of elements, then [`FrameStats::add`] of them.
+    #[inline(always)]
+    fn exponent_stats<const B: usize>(
+        self,
+        fields: &Fields,
+        input: &[u8],
+        x: &mut [u8],
+        stats: &mut FrameStats,
+    ) {
+        self.exponents::<B>(fields, input, x);
+        stats.add::<B>(fields, input, x);
     }
 
     /// [`kernels::split_load`].
@@ -262,6 +275,26 @@ mod x86 {
         #[inline(always)]
         fn compress(self, masks: &[u64], values: &[u8], out: &mut [u8]) -> usize {
             unsafe { compress(masks, values, out) }
+        }
+
+        #[inline(always)]
+        fn exponent_stats<const B: usize>(
+            self,
+            fields: &Fields,
+            input: &[u8],
+            x: &mut [u8],
+            stats: &mut FrameStats,
+        ) {
+            match stats.frequent() {
+                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI2.
+                Some(frequent) if self.avx512 && (B == 2 || B == 4) => unsafe {
+                    exponent_stats512::<B>(fields, input, x, &frequent, stats)
+                },
+                _ => {
+                    self.exponents::<B>(fields, input, x);
+                    stats.add::<B>(fields, input, x);
+                }
+            }
         }
 
         #[inline(always)]
@@ -1045,6 +1078,85 @@ mod x86 {
         v
     }
 
+    /// [`Isa::exponent_stats`] in one pass per 64 elements: the exponents by shift, mask and
+    /// narrowing; the mantissa OR in a register; the histogram by byte counters, one per
+    /// `frequent` exponent, bumped under compare masks (emptied into the histogram at the end,
+    /// before they can wrap: at most [`kernels::CHUNK`] / 64 = 16 bumps), and the elements that
+    /// match none counted one by one. The last elements short of 64 take the portable path.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt")]
+    unsafe fn exponent_stats512<const B: usize>(
+        fields: &Fields,
+        input: &[u8],
+        x: &mut [u8],
+        frequent: &[u8; kernels::FREQUENT],
+        stats: &mut FrameStats,
+    ) {
+        let n = x.len().min(input.len() / B).min(kernels::CHUNK);
+        let blocks = n / 64 * 64;
+        let (m, e_mask) = (_mm_cvtsi32_si128(fields.m as i32), (1u32 << fields.e) - 1);
+        let targets = frequent.map(|v| _mm512_set1_epi8(v as i8));
+        let mut counters = [_mm512_setzero_si512(); kernels::FREQUENT];
+        let mut or = _mm512_setzero_si512();
+        let (ip, xp) = (input.as_ptr(), x.as_mut_ptr());
+        for at in (0..blocks).step_by(64) {
+            // SAFETY: `at + 64 <= blocks <= n`: the input bytes `B * (at..at + 64)` and the
+            // exponents `at..at + 64` are in bounds.
+            let exps = if B == 2 {
+                let mut halves = [_mm256_setzero_si256(); 2];
+                for (i, h) in halves.iter_mut().enumerate() {
+                    let u = _mm512_loadu_si512(ip.add(2 * at + 64 * i).cast());
+                    or = _mm512_or_si512(or, u);
+                    let e =
+                        _mm512_and_si512(_mm512_srl_epi16(u, m), _mm512_set1_epi16(e_mask as i16));
+                    *h = _mm512_cvtepi16_epi8(e);
+                }
+                _mm512_inserti64x4::<1>(_mm512_castsi256_si512(halves[0]), halves[1])
+            } else {
+                let mut quarters = [_mm_setzero_si128(); 4];
+                for (i, q) in quarters.iter_mut().enumerate() {
+                    let u = _mm512_loadu_si512(ip.add(4 * at + 64 * i).cast());
+                    or = _mm512_or_si512(or, u);
+                    let e =
+                        _mm512_and_si512(_mm512_srl_epi32(u, m), _mm512_set1_epi32(e_mask as i32));
+                    *q = _mm512_cvtepi32_epi8(e);
+                }
+                let lo = _mm256_set_m128i(quarters[1], quarters[0]);
+                let hi = _mm256_set_m128i(quarters[3], quarters[2]);
+                _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi)
+            };
+            _mm512_storeu_si512(xp.add(at).cast(), exps);
+            let mut matched: u64 = 0;
+            for (counter, &target) in counters.iter_mut().zip(&targets) {
+                let hit = _mm512_cmpeq_epi8_mask(exps, target);
+                *counter = _mm512_mask_sub_epi8(*counter, hit, *counter, _mm512_set1_epi8(-1));
+                matched |= hit;
+            }
+            let mut rest = !matched;
+            while rest != 0 {
+                let i = rest.trailing_zeros() as usize;
+                stats.histogram[usize::from(x[at + i])] += 1;
+                rest &= rest - 1;
+            }
+        }
+        for (counter, &v) in counters.iter().zip(frequent) {
+            let sums = _mm512_sad_epu8(*counter, _mm512_setzero_si512());
+            stats.histogram[usize::from(v)] += _mm512_reduce_add_epi64(sums) as u32;
+        }
+        let lanes = if B == 2 {
+            let mut w = [0u16; 32];
+            _mm512_storeu_si512(w.as_mut_ptr().cast(), or);
+            w.iter().fold(0, |a, &v| a | u32::from(v))
+        } else {
+            _mm512_reduce_or_epi32(or) as u32
+        };
+        stats.mantissa_or |= lanes & ((1 << fields.m) - 1);
+        stats.counted += blocks;
+        if blocks < n {
+            kernels::exponents::<B>(fields, &input[B * blocks..B * n], &mut x[blocks..n]);
+            stats.add::<B>(fields, &input[B * blocks..B * n], &x[blocks..n]);
+        }
+    }
+
     /// One `h32` round of 16 lanes (checksum.rs `round`).
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
@@ -1419,6 +1531,60 @@ mod tests {
                 Portable.compress(&ma, &codes, &mut cb)
             );
             assert_eq!(ca[..na], cb[..na], "compress");
+        }
+    }
+
+    #[test]
+    fn exponent_stats_agree() {
+        let Some(isa) = avx2() else { return };
+        let mut rng = Rng(11);
+        for case in 0..cases(300) {
+            let dtype = Dtype::ALL[case % 3];
+            let b = dtype.element_bytes();
+            let fields = Fields::new(dtype, 0);
+            let elements = 1 + rng.below(3 * CHUNK);
+            // Exponents crowded around a few values (the vector counters run), or spread (they
+            // do not); mantissas random or with dead low bits.
+            let spread = 1 + rng.below(if case % 4 == 0 { 256 } else { 12 });
+            let centre = rng.below(256);
+            // The elements counted one by one (the first chunk, the last few) with more dead
+            // bits than the rest, so the vector path's mantissa OR decides the frame's.
+            let dead = rng.below(fields.m as usize + 1);
+            let dead_first = dead.max(rng.below(fields.m as usize + 1));
+            let input: std::vec::Vec<u8> = (0..elements)
+                .flat_map(|i| {
+                    let x = ((centre + rng.below(spread)) as u32) & ((1 << fields.e) - 1);
+                    let vector = (CHUNK..elements / 64 * 64).contains(&i);
+                    let dead = if vector { dead } else { dead_first };
+                    let r = rng.next() as u32 & !((1u32 << dead) - 1);
+                    let u = fields.merge(x, r & ((1 << fields.residual_bits()) - 1));
+                    u.to_le_bytes().into_iter().take(b)
+                })
+                .collect();
+            let run = |vector: bool| {
+                let mut stats = FrameStats::new(elements);
+                let mut x = std::vec![0u8; elements];
+                for start in (0..elements).step_by(CHUNK) {
+                    let len = CHUNK.min(elements - start);
+                    let (i, xs) = (
+                        &input[b * start..b * (start + len)],
+                        &mut x[start..start + len],
+                    );
+                    match (vector, b) {
+                        (true, 2) => isa.exponent_stats::<2>(&fields, i, xs, &mut stats),
+                        (true, _) => isa.exponent_stats::<4>(&fields, i, xs, &mut stats),
+                        (false, 2) => Portable.exponent_stats::<2>(&fields, i, xs, &mut stats),
+                        (false, _) => Portable.exponent_stats::<4>(&fields, i, xs, &mut stats),
+                    }
+                }
+                stats.finish();
+                (x, stats.histogram, stats.mantissa_or, stats.counted)
+            };
+            let (vector, portable) = (run(true), run(false));
+            let what = format!("{dtype:?} elements {elements} spread {spread}");
+            assert!(vector.0 == portable.0, "exponents differ: {what}");
+            assert_eq!(vector.1, portable.1, "histogram: {what}");
+            assert_eq!((vector.2, vector.3), (portable.2, portable.3), "{what}");
         }
     }
 
