@@ -664,22 +664,23 @@ impl FrameStats {
                 *c += p;
             }
         }
-        // Distinct values, largest count first (the smallest value on ties).
-        let mut top = [0u8; FREQUENT];
-        let mut taken = [false; MAX_SYMBOLS];
-        let mut covered = 0;
-        for slot in &mut top {
-            let mut best = None;
-            for (x, &c) in counts.iter().enumerate() {
-                if !taken[x] && best.is_none_or(|b: usize| c > counts[b]) {
-                    best = Some(x);
+        // Distinct values, largest count first (the smallest value on ties): one pass of
+        // insertion into a sorted list.
+        let mut top = [(0u32, 0u8); FREQUENT];
+        let mut filled = 0;
+        for (x, &c) in counts.iter().enumerate() {
+            if filled < FREQUENT || c > top[FREQUENT - 1].0 {
+                let mut i = filled.min(FREQUENT - 1);
+                while i > 0 && top[i - 1].0 < c {
+                    top[i] = top[i - 1];
+                    i -= 1;
                 }
+                top[i] = (c, x as u8);
+                filled = (filled + 1).min(FREQUENT);
             }
-            let best = best.unwrap_or(0);
-            taken[best] = true;
-            *slot = best as u8;
-            covered += counts[best] as usize;
         }
+        let covered: usize = top.iter().map(|&(c, _)| c as usize).sum();
+        let top = top.map(|(_, x)| x);
         let chosen = (4 * covered >= 3 * self.counted).then_some(top);
         self.frequent = Some(chosen);
         chosen

@@ -274,7 +274,12 @@ mod x86 {
 
         #[inline(always)]
         fn compress(self, masks: &[u64], values: &[u8], out: &mut [u8]) -> usize {
-            unsafe { compress(masks, values, out) }
+            if self.avx512 {
+                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI2.
+                unsafe { compress512(masks, values, out) }
+            } else {
+                unsafe { compress(masks, values, out) }
+            }
         }
 
         #[inline(always)]
@@ -327,7 +332,12 @@ mod x86 {
                 // Codes at or past `symbols` read zero, as in the portable version.
                 let mut small = [0u8; 16];
                 small[..symbols].copy_from_slice(&table[..symbols]);
-                unsafe { lookup16(codes, &small, out) }
+                if self.avx512 {
+                    // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI2.
+                    unsafe { lookup16_512(codes, &small, out) }
+                } else {
+                    unsafe { lookup16(codes, &small, out) }
+                }
             } else {
                 kernels::lookup(codes, table, symbols, out)
             }
@@ -335,12 +345,22 @@ mod x86 {
 
         #[inline(always)]
         fn escape_masks(self, codes: &[u8], escape: u8, masks: &mut [u64]) -> usize {
-            unsafe { escape_masks(codes, escape, masks) }
+            if self.avx512 {
+                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI2.
+                unsafe { escape_masks512(codes, escape, masks) }
+            } else {
+                unsafe { escape_masks(codes, escape, masks) }
+            }
         }
 
         #[inline(always)]
         fn expand(self, masks: &[u64], values: &[u8], out: &mut [u8]) -> usize {
-            unsafe { expand(masks, values, out) }
+            if self.avx512 {
+                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI2.
+                unsafe { expand512(masks, values, out) }
+            } else {
+                unsafe { expand(masks, values, out) }
+            }
         }
 
         #[inline(always)]
@@ -1078,6 +1098,76 @@ mod x86 {
         v
     }
 
+    /// [`kernels::compress`] on bytes, 64 lanes per step: `vpcompressb` and one 64-byte store
+    /// where `out` has room for it, else the portable step.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt")]
+    unsafe fn compress512(masks: &[u64], values: &[u8], out: &mut [u8]) -> usize {
+        let n = values.len();
+        let mut k = 0;
+        for q in (0..n).step_by(64) {
+            let bits = masks[q / 64];
+            if q + 64 <= n && k + 64 <= out.len() {
+                let v = _mm512_loadu_si512(window::<64>(values, q).cast());
+                let picked = _mm512_maskz_compress_epi8(bits, v);
+                _mm512_storeu_si512(window_mut::<64>(out, k).cast(), picked);
+                k += bits.count_ones() as usize;
+            } else {
+                k += kernels::compress(&[bits], &values[q..n.min(q + 64)], &mut out[k..]);
+            }
+        }
+        k
+    }
+
+    /// [`kernels::expand`] on bytes, 64 lanes per step: `vpexpandb` merged into the old lanes
+    /// where 64 values can be read, else the portable step.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt")]
+    unsafe fn expand512(masks: &[u64], values: &[u8], out: &mut [u8]) -> usize {
+        let n = out.len();
+        let mut k = 0;
+        for q in (0..n).step_by(64) {
+            let bits = masks[q / 64];
+            if bits == 0 {
+                continue;
+            }
+            if q + 64 <= n && k + 64 <= values.len() {
+                let v = _mm512_loadu_si512(window::<64>(values, k).cast());
+                let o = window_mut::<64>(out, q).cast::<__m512i>();
+                _mm512_storeu_si512(o, _mm512_mask_expand_epi8(_mm512_loadu_si512(o), bits, v));
+                k += bits.count_ones() as usize;
+            } else {
+                k += kernels::expand(&[bits], &values[k..], &mut out[q..n.min(q + 64)]);
+            }
+        }
+        k
+    }
+
+    /// [`kernels::escape_masks`]: one compare per 64 codes, straight into a mask word.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt")]
+    unsafe fn escape_masks512(codes: &[u8], escape: u8, masks: &mut [u64]) -> usize {
+        let splat = _mm512_set1_epi8(escape as i8);
+        let full = codes.len() / 64;
+        let mut total = 0;
+        for (q, mask) in masks.iter_mut().enumerate().take(full) {
+            let c = _mm512_loadu_si512(window::<64>(codes, 64 * q).cast());
+            *mask = _mm512_cmpeq_epi8_mask(c, splat);
+            total += mask.count_ones() as usize;
+        }
+        total + kernels::escape_masks(&codes[64 * full..], escape, &mut masks[full..])
+    }
+
+    /// [`lookup16`], one byte shuffle per 64 codes.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt")]
+    unsafe fn lookup16_512(codes: &[u8], table: &[u8; 16], out: &mut [u8]) {
+        let lut = _mm512_broadcast_i32x4(_mm_loadu_si128(table.as_ptr().cast()));
+        let n = codes.len().min(out.len());
+        let full = n / 64 * 64;
+        for q in (0..full).step_by(64) {
+            let c = _mm512_loadu_si512(window::<64>(codes, q).cast());
+            _mm512_storeu_si512(window_mut::<64>(out, q).cast(), _mm512_shuffle_epi8(lut, c));
+        }
+        lookup16(&codes[full..n], table, &mut out[full..n]);
+    }
+
     /// [`Isa::exponent_stats`] in one pass per 64 elements: the exponents by shift, mask and
     /// narrowing; the mantissa OR in a register; the histogram by byte counters, one per
     /// `frequent` exponent, bumped under compare masks (emptied into the histogram at the end,
@@ -1476,9 +1566,15 @@ mod tests {
 
     #[test]
     fn byte_kernels_agree() {
-        let Some(isa) = avx2() else { return };
+        let Some(detected) = avx2() else { return };
         let mut rng = Rng(2);
-        for _ in 0..cases(2000) {
+        for case in 0..cases(2000) {
+            // Odd cases without the AVX-512 kernels (even ones with them, where the CPU has them).
+            let isa = if case % 2 == 0 {
+                detected
+            } else {
+                detected.without_avx512()
+            };
             let len = rng.below(CHUNK + 1);
             let width = 1 + rng.below(8) as u32;
             let escape = ((1u32 << width) - 1) as u8;
