@@ -3,7 +3,7 @@
 //! Frames are independent, so a parallel encoder or decoder calls these directly on each frame
 //! (see [`crate::frames`] to find them in a stream).
 
-use crate::checksum::{h32, H32};
+use crate::checksum::H32;
 use crate::error::{Error, Result};
 use crate::format::{
     frame_bytes, pad32, ranked_frame_bytes, Dtype, FrameHeader, FrameLayout, FrameParams,
@@ -90,16 +90,18 @@ fn encode_elements<const B: usize, I: Isa>(
     elements: usize,
     out: &mut [u8],
 ) -> Result<usize> {
-    // One pass over the elements: exponent histogram, mantissa OR and, when the groups coding
-    // is a candidate, each group's exponent range.
+    // One pass over the elements: exponent histogram, mantissa OR, checksum and, when the
+    // groups coding is a candidate, each group's exponent range.
     let exponent_fields = Fields::new(dtype, 0);
     let mut stats = FrameStats::new(elements);
     let mut ranges = GroupRanges::new(elements);
     let mut x = [0u8; CHUNK];
+    let mut hashed = H32::new();
     for start in (0..elements).step_by(CHUNK) {
         let len = CHUNK.min(elements - start);
         let run = &input[B * start..B * (start + len)];
-        isa.exponent_stats::<B>(&exponent_fields, run, &mut x[..len], &mut stats);
+        let hash = checksums.then_some(&mut hashed);
+        isa.exponent_stats::<B>(&exponent_fields, run, &mut x[..len], &mut stats, hash);
         if coding != Coding::Ranked {
             ranges.add(start, &x[..len]);
         }
@@ -133,7 +135,7 @@ fn encode_elements<const B: usize, I: Isa>(
     out.fill(0);
     let header = FrameHeader {
         frame_bytes: bytes as u32,
-        checksum: if checksums { h32(input) } else { 0 },
+        checksum: if checksums { hashed.finish() } else { 0 },
         elements: elements as u32,
         dead_bits,
         params,

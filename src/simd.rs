@@ -33,7 +33,8 @@ pub(crate) trait Isa: Copy {
         kernels::exponents::<B>(fields, input, x)
     }
 
-    /// [`kernels::exponents`] of a run of elements, then [`FrameStats::add`] of them.
+    /// [`kernels::exponents`] of a run of elements, then [`FrameStats::add`] of them, and the
+    /// run hashed into `hash`.
     #[inline(always)]
     fn exponent_stats<const B: usize>(
         self,
@@ -41,9 +42,13 @@ pub(crate) trait Isa: Copy {
         input: &[u8],
         x: &mut [u8],
         stats: &mut FrameStats,
+        hash: Option<&mut H32>,
     ) {
         self.exponents::<B>(fields, input, x);
         stats.add::<B>(fields, input, x);
+        if let Some(hash) = hash {
+            hash.update(input);
+        }
     }
 
     /// [`kernels::split_load`].
@@ -289,15 +294,19 @@ mod x86 {
             input: &[u8],
             x: &mut [u8],
             stats: &mut FrameStats,
+            hash: Option<&mut H32>,
         ) {
             match stats.frequent() {
                 // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI2.
                 Some(frequent) if self.avx512 && (B == 2 || B == 4) => unsafe {
-                    exponent_stats512::<B>(fields, input, x, &frequent, stats)
+                    exponent_stats512::<B>(fields, input, x, &frequent, stats, hash)
                 },
                 _ => {
                     self.exponents::<B>(fields, input, x);
                     stats.add::<B>(fields, input, x);
+                    if let Some(hash) = hash {
+                        hash.update(input);
+                    }
                 }
             }
         }
@@ -1180,9 +1189,24 @@ mod x86 {
         x: &mut [u8],
         frequent: &[u8; kernels::FREQUENT],
         stats: &mut FrameStats,
+        mut hash: Option<&mut H32>,
     ) {
         let n = x.len().min(input.len() / B).min(kernels::CHUNK);
-        let blocks = n / 64 * 64;
+        // Whole h32 blocks only from a block boundary (else the portable path hashes).
+        let blocks = if hash
+            .as_ref()
+            .is_none_or(|h| h.len.is_multiple_of(checksum::BLOCK))
+        {
+            n / 64 * 64
+        } else {
+            0
+        };
+        // The h32 lanes: 0..16 hash the first 64 bytes of each 128-byte block, 16..32 the rest.
+        let mut acc = [_mm512_setzero_si512(); 2];
+        if let Some(h) = hash.as_deref() {
+            acc = [0, 16].map(|j| _mm512_loadu_si512(h.acc[j..j + 16].as_ptr().cast()));
+        }
+        let hashing = hash.is_some();
         let (m, e_mask) = (_mm_cvtsi32_si128(fields.m as i32), (1u32 << fields.e) - 1);
         let targets = frequent.map(|v| _mm512_set1_epi8(v as i8));
         let mut counters = [_mm512_setzero_si512(); kernels::FREQUENT];
@@ -1195,6 +1219,9 @@ mod x86 {
                 let mut halves = [_mm256_setzero_si256(); 2];
                 for (i, h) in halves.iter_mut().enumerate() {
                     let u = _mm512_loadu_si512(ip.add(2 * at + 64 * i).cast());
+                    if hashing {
+                        acc[i] = h32_round(acc[i], u);
+                    }
                     or = _mm512_or_si512(or, u);
                     let e =
                         _mm512_and_si512(_mm512_srl_epi16(u, m), _mm512_set1_epi16(e_mask as i16));
@@ -1205,6 +1232,9 @@ mod x86 {
                 let mut quarters = [_mm_setzero_si128(); 4];
                 for (i, q) in quarters.iter_mut().enumerate() {
                     let u = _mm512_loadu_si512(ip.add(4 * at + 64 * i).cast());
+                    if hashing {
+                        acc[i % 2] = h32_round(acc[i % 2], u);
+                    }
                     or = _mm512_or_si512(or, u);
                     let e =
                         _mm512_and_si512(_mm512_srl_epi32(u, m), _mm512_set1_epi32(e_mask as i32));
@@ -1241,9 +1271,19 @@ mod x86 {
         };
         stats.mantissa_or |= lanes & ((1 << fields.m) - 1);
         stats.counted += blocks;
+        if let Some(h) = hash.as_deref_mut() {
+            for (j, a) in [0, 16].into_iter().zip(acc) {
+                _mm512_storeu_si512(h.acc[j..j + 16].as_mut_ptr().cast(), a);
+            }
+            h.len += B * blocks;
+        }
         if blocks < n {
-            kernels::exponents::<B>(fields, &input[B * blocks..B * n], &mut x[blocks..n]);
-            stats.add::<B>(fields, &input[B * blocks..B * n], &x[blocks..n]);
+            let (input, x) = (&input[B * blocks..B * n], &mut x[blocks..n]);
+            kernels::exponents::<B>(fields, input, x);
+            stats.add::<B>(fields, input, x);
+            if let Some(h) = hash {
+                h.update(input);
+            }
         }
     }
 
@@ -1446,6 +1486,7 @@ mod tests {
     //! Every AVX2 kernel against its portable twin, on random data, across lengths and plane
     //! geometries that exercise the vector steps, their padded tails and the scalar fallbacks.
     use super::*;
+    use crate::checksum;
     use crate::format::Dtype;
     use crate::kernels::{PlaneWriter, CHUNK};
     use std::format;
@@ -1660,20 +1701,23 @@ mod tests {
             let run = |vector: bool| {
                 let mut stats = FrameStats::new(elements);
                 let mut x = std::vec![0u8; elements];
+                let mut hash = H32::new();
                 for start in (0..elements).step_by(CHUNK) {
                     let len = CHUNK.min(elements - start);
                     let (i, xs) = (
                         &input[b * start..b * (start + len)],
                         &mut x[start..start + len],
                     );
+                    let (st, h) = (&mut stats, Some(&mut hash));
                     match (vector, b) {
-                        (true, 2) => isa.exponent_stats::<2>(&fields, i, xs, &mut stats),
-                        (true, _) => isa.exponent_stats::<4>(&fields, i, xs, &mut stats),
-                        (false, 2) => Portable.exponent_stats::<2>(&fields, i, xs, &mut stats),
-                        (false, _) => Portable.exponent_stats::<4>(&fields, i, xs, &mut stats),
+                        (true, 2) => isa.exponent_stats::<2>(&fields, i, xs, st, h),
+                        (true, _) => isa.exponent_stats::<4>(&fields, i, xs, st, h),
+                        (false, 2) => Portable.exponent_stats::<2>(&fields, i, xs, st, h),
+                        (false, _) => Portable.exponent_stats::<4>(&fields, i, xs, st, h),
                     }
                 }
                 stats.finish();
+                assert_eq!(hash.finish(), checksum::h32(&input), "h32");
                 (x, stats.histogram, stats.mantissa_or, stats.counted)
             };
             let (vector, portable) = (run(true), run(false));
