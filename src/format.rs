@@ -536,9 +536,29 @@ pub fn ranked_frame_bytes(
     widths: [u8; MAX_LEVELS],
     counts: [u32; MAX_LEVELS],
 ) -> usize {
+    ranked_fixed_bytes(dtype, elements, dead_bits)
+        + ranked_exponent_bytes(dtype, elements, levels, widths, counts)
+}
+
+/// The part of [`ranked_frame_bytes`] that the exponent coding does not change: the header and
+/// the residual plane.
+#[inline]
+pub fn ranked_fixed_bytes(dtype: Dtype, elements: usize, dead_bits: u8) -> usize {
     let residual = 1 + dtype.mantissa_bits() - u32::from(dead_bits);
-    let mut bytes = FRAME_HEADER_BYTES + Plane::bytes(residual, elements);
-    let (mut symbols, mut count) = (0, elements);
+    FRAME_HEADER_BYTES + Plane::bytes(residual, elements)
+}
+
+/// The rest of [`ranked_frame_bytes`]: symbol table, level planes and exponent plane (what the
+/// width search compares).
+#[inline]
+pub fn ranked_exponent_bytes(
+    dtype: Dtype,
+    elements: usize,
+    levels: u8,
+    widths: [u8; MAX_LEVELS],
+    counts: [u32; MAX_LEVELS],
+) -> usize {
+    let (mut bytes, mut symbols, mut count) = (0, 0, elements);
     for (&width, &next) in widths.iter().zip(&counts).take(usize::from(levels)) {
         symbols += (1usize << width) - 1;
         bytes += Plane::bytes(width.into(), count);

@@ -6,8 +6,8 @@
 use crate::checksum::H32;
 use crate::error::{Error, Result};
 use crate::format::{
-    frame_bytes, pad32, ranked_frame_bytes, Dtype, FrameHeader, FrameLayout, FrameParams,
-    GroupsParams, RankedParams, FRAME_HEADER_BYTES, GROUP_LEN, MAX_FRAME_LEN,
+    frame_bytes, pad32, ranked_exponent_bytes, ranked_fixed_bytes, Dtype, FrameHeader, FrameLayout,
+    FrameParams, GroupsParams, RankedParams, FRAME_HEADER_BYTES, GROUP_LEN, MAX_FRAME_LEN,
 };
 use crate::kernels::{
     choose_ranked, group_flagged, groups_forward, groups_inverse, groups_width, Fields, FrameStats,
@@ -172,12 +172,13 @@ fn choose_ranked_params(
     dtype: Dtype,
     dead_bits: u8,
 ) -> (FrameParams, usize) {
+    let fixed = ranked_fixed_bytes(dtype, elements, dead_bits);
     let (levels, widths, counts, bytes) = choose_ranked(
         ranking,
         elements,
         dtype.exponent_bits(),
         |levels, widths, counts| {
-            ranked_frame_bytes(dtype, elements, dead_bits, levels, widths, counts)
+            fixed + ranked_exponent_bytes(dtype, elements, levels, widths, counts)
         },
     );
     (

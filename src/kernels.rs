@@ -956,19 +956,24 @@ impl GroupRanges {
     pub fn unflagged(&self, first: u32, candidates: usize) -> [[u32; 9]; GROUPS_BASES] {
         let mut joint = [[0u16; MAX_SYMBOLS]; GROUPS_BASES];
         let candidates = candidates.min(GROUPS_BASES);
+        // Smallest exponents present span `low..high`: the sums below need only that range.
+        let (mut low, mut high) = (MAX_SYMBOLS, 0);
         for (&lo, &hi) in self.min[..self.groups].iter().zip(&self.max[..self.groups]) {
             let c = u32::from(hi).saturating_sub(first) as usize;
             if c < candidates {
                 joint[c][usize::from(lo)] += 1;
+                low = low.min(usize::from(lo));
+                high = high.max(usize::from(lo) + 1);
             }
         }
         let mut unflagged = [[0u32; 9]; GROUPS_BASES];
         // fits[g]: groups with smallest exponent at least g whose largest fits under the
-        // current base (a suffix sum, so each (b, m) is one lookup).
+        // current base (a suffix sum, so each (b, m) is one lookup); constant below `low`, zero
+        // from `high` on.
         let mut fits = [0u32; MAX_SYMBOLS + 1];
         for (c, row) in unflagged.iter_mut().enumerate().take(candidates) {
             let mut above = 0;
-            for g in (0..MAX_SYMBOLS).rev() {
+            for g in (low..high).rev() {
                 above += u32::from(joint[c][g]);
                 fits[g] += above;
             }
@@ -976,7 +981,7 @@ impl GroupRanges {
             for (m, count) in row.iter_mut().enumerate() {
                 // Those whose smallest exponent is above base - 2^m.
                 let lowest = (base - (1i64 << m) + 1).clamp(0, MAX_SYMBOLS as i64) as usize;
-                *count = fits[lowest];
+                *count = fits[lowest.max(low).min(high.max(low))];
             }
         }
         unflagged
