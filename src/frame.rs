@@ -11,7 +11,7 @@ use crate::format::{
 };
 use crate::kernels::{
     choose_ranked, group_flagged, groups_forward, groups_inverse, groups_width, Fields, FrameStats,
-    GroupRanges, Lane, PlaneWriter, Ranking, CHUNK, GROUPS_BASES, MAX_LEVELS, MAX_SYMBOLS,
+    GroupRanges, Lane, Plane, PlaneWriter, Ranking, CHUNK, GROUPS_BASES, MAX_LEVELS, MAX_SYMBOLS,
 };
 use crate::simd::{Escapes, Isa};
 
@@ -208,6 +208,14 @@ fn choose_groups_params(
     let candidates = (last - first + 1) as usize;
     debug_assert!(candidates <= GROUPS_BASES);
     let unflagged = ranges.unflagged(first, candidates);
+    // Header, residual plane and flags plane (FORMAT.md 4.2, 4.4).
+    let no_groups = FrameParams::Groups(GroupsParams {
+        base: 0,
+        width: 0,
+        low: 0,
+        flagged: 0,
+    });
+    let fixed = size_of(&no_groups);
     let mut best = (FrameParams::Stored, usize::MAX);
     for (c, row) in unflagged.iter().enumerate().take(candidates) {
         let base = first + c as u32;
@@ -218,18 +226,22 @@ fn choose_groups_params(
             } else {
                 groups - row[low as usize]
             };
-            let params = FrameParams::Groups(GroupsParams {
-                base: base as u8,
-                width: width as u8,
-                low: low as u8,
-                flagged,
-            });
-            let bytes = size_of(&params);
+            // The low and high planes: the rest of the frame is the same for every candidate.
+            let bytes = fixed
+                + Plane::bytes(low, GROUP_LEN * groups as usize)
+                + Plane::bytes(width - low, GROUP_LEN * flagged as usize);
             if bytes < best.1 {
+                let params = FrameParams::Groups(GroupsParams {
+                    base: base as u8,
+                    width: width as u8,
+                    low: low as u8,
+                    flagged,
+                });
                 best = (params, bytes);
             }
         }
     }
+    debug_assert!(best.0 == FrameParams::Stored || size_of(&best.0) == best.1);
     best
 }
 
