@@ -1103,10 +1103,15 @@ mod x86 {
         at: usize,
     ) -> __m512i {
         let mut v = _mm512_setzero_si512();
-        for &(offset, take, place, mask) in subs {
+        for (s, &(offset, take, place, mask)) in subs.iter().enumerate() {
             let w = _mm512_loadu_si512(fp.add(offset + 2 * at).cast());
             let f = _mm512_and_si512(_mm512_srl_epi16(w, take), _mm512_set1_epi16(mask as i16));
-            v = _mm512_or_si512(v, _mm512_sll_epi16(f, place));
+            // The first (narrowest) sub-plane holds the lowest bits: nothing to shift or merge.
+            v = if s == 0 {
+                f
+            } else {
+                _mm512_or_si512(v, _mm512_sll_epi16(f, place))
+            };
         }
         v
     }
