@@ -579,12 +579,13 @@ struct Escaped {
     tail: usize,
     /// Next unread entry of each plane (plane 0, element order, is the level-0 step's).
     next: [usize; MAX_LEVELS + 1],
-    /// Per level from 1 (index 0 unused): a chunk's codes, their exponents (level 1's go
-    /// straight to the queue), and which of them escaped. Kept across refills so they are
+    /// A chunk's codes of levels `1..=L` (at `level - 1`), which of them escaped (levels
+    /// `1..L`, at `level - 1`), and the exponents of the levels between the first and the last
+    /// (at `level - 2`; level 1's go straight to the queue). Kept across refills so they are
     /// zeroed once per frame.
-    codes: [[u8; CHUNK + SLACK]; MAX_LEVELS + 1],
-    exps: [[u8; CHUNK + SLACK]; MAX_LEVELS],
-    masks: [[u64; CHUNK / 64]; MAX_LEVELS],
+    codes: [[u8; CHUNK + SLACK]; MAX_LEVELS],
+    masks: [[u64; CHUNK / 64]; MAX_LEVELS - 1],
+    exps: [[u8; CHUNK + SLACK]; MAX_LEVELS - 2],
 }
 
 /// Readable bytes after the last queued exponent: vector steps load 64 at a time.
@@ -597,9 +598,9 @@ impl Escaped {
             head: 0,
             tail: 0,
             next: [0; MAX_LEVELS + 1],
-            codes: [[0; CHUNK + SLACK]; MAX_LEVELS + 1],
-            exps: [[0; CHUNK + SLACK]; MAX_LEVELS],
-            masks: [[0; CHUNK / 64]; MAX_LEVELS],
+            codes: [[0; CHUNK + SLACK]; MAX_LEVELS],
+            masks: [[0; CHUNK / 64]; MAX_LEVELS - 1],
+            exps: [[0; CHUNK + SLACK]; MAX_LEVELS - 2],
         }
     }
 
@@ -649,7 +650,7 @@ impl Escaped {
             if next[level] + n > plane.count {
                 return Err("more escapes than entries in the next level");
             }
-            let codes = &mut codes[level][..n];
+            let codes = &mut codes[level - 1][..n];
             isa.unpack(frame, plane, next[level], codes);
             next[level] += n;
             if level == levels || n == 0 {
@@ -658,31 +659,32 @@ impl Escaped {
             let exps = if level == 1 {
                 &mut queued[..]
             } else {
-                &mut exps[level][..n]
+                &mut exps[level - 2][..n]
             };
             isa.lookup(codes, &luts[level], usize::from(escapes[level]), exps);
-            counts[level + 1] = isa.escape_masks(codes, escapes[level], &mut masks[level]);
+            counts[level + 1] = isa.escape_masks(codes, escapes[level], &mut masks[level - 1]);
         }
         // Bottom-up: the exponent level's values fill the last level's escapes, and so on.
         if levels == 1 {
-            queued.copy_from_slice(&codes[1][..n]);
+            queued.copy_from_slice(&codes[0][..n]);
         }
         for level in (1..levels).rev() {
             if counts[level + 1] == 0 {
                 continue;
             }
-            let (upper, lower) = exps.split_at_mut(level + 1);
+            // The values: the exponent level's raw codes, or the next level's exponents.
+            let (upper, lower) = exps.split_at_mut(level.saturating_sub(1));
             let values = if level + 1 == levels {
-                &codes[levels][..]
+                &codes[levels - 1][..]
             } else {
                 &lower[0][..]
             };
             let exps = if level == 1 {
                 &mut queued[..]
             } else {
-                &mut upper[level][..counts[level]]
+                &mut upper[level - 2][..counts[level]]
             };
-            isa.expand(&masks[level], values, exps);
+            isa.expand(&masks[level - 1], values, exps);
         }
         self.tail += n;
         Ok(())
