@@ -9,12 +9,13 @@
 //! Nothing here allocates; scratch is fixed arrays on the stack, sized by [`CHUNK`] (the frame
 //! loops' step) and by the largest frame (the encoder's group ranges, 8 KiB).
 //!
-//! `crate::simd` holds AVX2 versions of the hot kernels (same results, tested against these).
+//! `crate::simd` holds AVX2 and AVX-512 versions of the hot kernels (same results, tested
+//! against these).
 
 use crate::format::{pad32, Dtype, GROUP_LEN, MAX_FRAME_LEN};
 
 /// Elements the frame loops process per step; sizes their stack scratch (the decoder's is about
-/// `CHUNK * 13` bytes).
+/// `CHUNK * 20` bytes, `examples/stack_usage.rs`).
 pub const CHUNK: usize = 1024;
 
 /// Most escape levels of the `ranked` coding.

@@ -5,8 +5,13 @@
 //! run). [`Avx2`] overrides them with `std::arch` versions of the same functions: byte shuffles
 //! for the symbol lookup and for the escape expansion (a 256-entry table of shuffle patterns and
 //! a popcount per 8 lanes, no `pdep`), whole-register unpacking of the planes, and 16-bit lanes for
-//! the merge of 2-byte elements. Every method computes exactly what its portable twin does;
-//! `tests/dispatch.rs` and the unit tests below compare them.
+//! the merge of 2-byte elements. Where the CPU has AVX-512 (F/BW/VL/VBMI2) the hottest ones run
+//! in 512-bit registers with mask registers: the decoder's level-0 step in one pass
+//! ([`Isa::ranked_chunk`]: codes from the plane, escapes by compare, `vpexpandb` from the queue of
+//! deeper exponents, merge, store, checksum), the encoder's statistics pass
+//! ([`Isa::exponent_stats`]: exponents, histogram by byte counters, mantissa OR, checksum), and
+//! compress/expand (`vpcompressb`/`vpexpandb`), escape masks and lookups. Every method computes
+//! exactly what its portable twin does; `tests/dispatch.rs` and the unit tests below compare them.
 #![allow(unsafe_code)]
 
 use crate::checksum::H32;
@@ -228,8 +233,7 @@ mod x86 {
     use core::arch::x86_64::*;
 
     /// AVX2 (with BMI1/2, LZCNT, POPCNT) kernels; only [`Avx2::detect`] makes one. Where the
-    /// CPU also has AVX-512 (F, BW, VL, VBMI2), the decoder's final step uses it: one byte
-    /// expansion instruction (`vpexpandb`) places 32 escaped exponents at a time.
+    /// CPU also has AVX-512 (F, BW, VL, VBMI2), the hottest kernels use it (module docs).
     #[derive(Clone, Copy, Debug)]
     pub(crate) struct Avx2 {
         avx512: bool,
