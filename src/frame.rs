@@ -468,6 +468,11 @@ pub(crate) fn decode_frame_impl<I: Isa>(
         frame: index,
         reason,
     };
+    // The next frame's bytes (about as many as this one's), to prefetch while this one decodes:
+    // from memory, a frame's planes are too many short streams for the hardware prefetchers.
+    let ahead = frame
+        .get(layout.bytes..frame.len().min(2 * layout.bytes))
+        .unwrap_or(&[]);
     let frame = frame.get(..layout.bytes).ok_or(Error::Truncated {
         needed: layout.bytes as u64,
         available: frame.len() as u64,
@@ -490,16 +495,16 @@ pub(crate) fn decode_frame_impl<I: Isa>(
         }
         // Residuals in the narrowest lanes that hold them: 16 bits for 2-byte elements.
         (FrameParams::Ranked(r), 2) => {
-            read_ranked::<2, u16, I>(isa, frame, &fields, &r, &layout, out, hash)
+            read_ranked::<2, u16, I>(isa, frame, &fields, &r, &layout, out, hash, ahead)
         }
         (FrameParams::Ranked(r), _) => {
-            read_ranked::<4, u32, I>(isa, frame, &fields, &r, &layout, out, hash)
+            read_ranked::<4, u32, I>(isa, frame, &fields, &r, &layout, out, hash, ahead)
         }
         (FrameParams::Groups(g), 2) => {
-            read_groups::<2, u16, I>(isa, frame, &fields, &g, &layout, out, hash)
+            read_groups::<2, u16, I>(isa, frame, &fields, &g, &layout, out, hash, ahead)
         }
         (FrameParams::Groups(g), _) => {
-            read_groups::<4, u32, I>(isa, frame, &fields, &g, &layout, out, hash)
+            read_groups::<4, u32, I>(isa, frame, &fields, &g, &layout, out, hash, ahead)
         }
     };
     result.map_err(corrupt)?;
@@ -509,7 +514,15 @@ pub(crate) fn decode_frame_impl<I: Isa>(
     Ok(layout.bytes)
 }
 
+/// The share of `ahead` that matches elements `start..start + len` of `elements`: the decoders
+/// prefetch the next frame a slice per chunk, spread over the frame.
+fn share(ahead: &[u8], start: usize, len: usize, elements: usize) -> &[u8] {
+    let at = |i: usize| (ahead.len() as u64 * i as u64 / elements.max(1) as u64) as usize;
+    &ahead[at(start)..at(start + len)]
+}
+
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn read_ranked<const B: usize, L: Lane, I: Isa>(
     isa: I,
     frame: &[u8],
@@ -518,6 +531,7 @@ fn read_ranked<const B: usize, L: Lane, I: Isa>(
     layout: &FrameLayout,
     out: &mut [u8],
     mut hash: Option<&mut H32>,
+    ahead: &[u8],
 ) -> core::result::Result<(), &'static str> {
     let levels = usize::from(params.levels);
     let starts = params.rank_starts();
@@ -537,6 +551,7 @@ fn read_ranked<const B: usize, L: Lane, I: Isa>(
     let elements = layout.residual.count;
     for start in (0..elements).step_by(CHUNK) {
         let len = CHUNK.min(elements - start);
+        isa.prefetch(share(ahead, start, len, elements));
         escaped.refill(isa, frame, layout, levels, &luts, &escapes)?;
         let pending = escaped.pending();
         let taken = isa
@@ -692,6 +707,7 @@ impl Escaped {
 }
 
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn read_groups<const B: usize, L: Lane, I: Isa>(
     isa: I,
     frame: &[u8],
@@ -700,6 +716,7 @@ fn read_groups<const B: usize, L: Lane, I: Isa>(
     layout: &FrameLayout,
     out: &mut [u8],
     mut hash: Option<&mut H32>,
+    ahead: &[u8],
 ) -> core::result::Result<(), &'static str> {
     let (base, width, low) = (
         u32::from(params.base),
@@ -730,6 +747,7 @@ fn read_groups<const B: usize, L: Lane, I: Isa>(
         // A chunk stays inside one row of groups, so its groups are consecutive.
         let first_group = start % groups;
         let len = CHUNK.min(elements - start).min(groups - first_group);
+        isa.prefetch(share(ahead, start, len, elements));
         isa.unpack(frame, &layout.residual, start, &mut residual[..len]);
         isa.unpack(frame, &layout.planes[1], start, &mut y[..len]);
         let masks = flags.masks(first_group, len);

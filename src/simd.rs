@@ -38,6 +38,11 @@ pub(crate) trait Isa: Copy {
         kernels::exponents::<B>(fields, input, x)
     }
 
+    /// A hint that `bytes` will be read soon (the decoders pass the next frame's, a share per
+    /// chunk). No effect on results; the portable kernels ignore it.
+    #[inline(always)]
+    fn prefetch(self, _bytes: &[u8]) {}
+
     /// [`kernels::exponents`] of a run of elements, then [`FrameStats::add`] of them, and the
     /// run hashed into `hash`.
     #[inline(always)]
@@ -405,6 +410,14 @@ mod x86 {
                 _ => Portable.resolve_store::<B, L>(
                     fields, frame, residual, start, codes, table, symbols, masks, deeper, out,
                 ),
+            }
+        }
+
+        #[inline(always)]
+        fn prefetch(self, bytes: &[u8]) {
+            for line in bytes.chunks(64) {
+                // SAFETY: a prefetch is a hint; the address is inside `bytes` anyway.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
             }
         }
 
