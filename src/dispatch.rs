@@ -10,7 +10,7 @@
 
 use crate::error::Result;
 use crate::format::Dtype;
-use crate::frame::{decode_frame_impl, encode_frame_impl, Coding};
+use crate::frame::{decode_frame_impl, encode_frame_impl, Coding, Stores};
 use crate::simd::Portable;
 
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
@@ -32,6 +32,7 @@ mod x86 {
     }
 
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn decode_frame(
         isa: Avx2,
         dtype: Dtype,
@@ -40,8 +41,15 @@ mod x86 {
         elements: usize,
         frame: &[u8],
         out: &mut [u8],
+        stores: Stores,
     ) -> Result<usize> {
-        decode_frame_impl(isa, dtype, checksums, index, elements, frame, out)
+        let decoded = decode_frame_impl(isa, dtype, checksums, index, elements, frame, out, stores);
+        if stores == Stores::Streaming {
+            // Non-temporal stores are weakly ordered: make them visible before the caller (or
+            // another thread it signals) reads the output.
+            core::arch::x86_64::_mm_sfence();
+        }
+        decoded
     }
 }
 
@@ -102,13 +110,18 @@ pub(crate) fn decode_frame(
     elements: usize,
     frame: &[u8],
     out: &mut [u8],
+    stores: Stores,
 ) -> Result<usize> {
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
     if let Some(isa) = avx2() {
         // SAFETY: as in `encode_frame`: the CPU has the features `x86::decode_frame` needs.
-        return unsafe { x86::decode_frame(isa, dtype, checksums, index, elements, frame, out) };
+        return unsafe {
+            x86::decode_frame(isa, dtype, checksums, index, elements, frame, out, stores)
+        };
     }
-    decode_frame_impl(Portable, dtype, checksums, index, elements, frame, out)
+    decode_frame_impl(
+        Portable, dtype, checksums, index, elements, frame, out, stores,
+    )
 }
 
 /// [`crate::frame::encode_frame`] on the baseline compilation, whatever the CPU: for tests that
@@ -140,5 +153,14 @@ pub fn decode_frame_portable(
     frame: &[u8],
     out: &mut [u8],
 ) -> Result<usize> {
-    decode_frame_impl(Portable, dtype, checksums, index, elements, frame, out)
+    decode_frame_impl(
+        Portable,
+        dtype,
+        checksums,
+        index,
+        elements,
+        frame,
+        out,
+        Stores::Cached,
+    )
 }

@@ -437,6 +437,24 @@ pub fn check_frame_header(
     Ok((header, layout))
 }
 
+/// How a decoder writes its output.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Stores {
+    /// Through the cache: for output that is read soon (streaming, a DMA staging buffer).
+    #[default]
+    Cached,
+    /// Non-temporal where the kernels have them (x86_64 with AVX-512: the ranked coding's
+    /// level-0 step): for large output read later, such as a whole checkpoint decoded into
+    /// memory. It skips the read for ownership of every output line. [`crate::decode`] chooses
+    /// it for outputs of [`STREAMING_STORES_FROM`] bytes or more.
+    Streaming,
+}
+
+/// Output size from which [`crate::decode`] writes with [`Stores::Streaming`]: larger than the
+/// caches of the CPUs that have such stores, so the output would leave them anyway.
+pub const STREAMING_STORES_FROM: usize = 8 << 20;
+
 /// Decodes frame `index` of a stream (`elements` is what the stream header says this frame
 /// holds) into the start of `out`. Returns the frame's size in bytes. `frame` may extend past the
 /// frame's end (the rest of the stream).
@@ -448,12 +466,34 @@ pub fn decode_frame(
     frame: &[u8],
     out: &mut [u8],
 ) -> Result<usize> {
-    crate::dispatch::decode_frame(dtype, checksums, index, elements, frame, out)
+    decode_frame_with(
+        dtype,
+        checksums,
+        index,
+        elements,
+        frame,
+        out,
+        Stores::Cached,
+    )
+}
+
+/// [`decode_frame`] with a choice of [`Stores`] (the bytes written are the same).
+pub fn decode_frame_with(
+    dtype: Dtype,
+    checksums: bool,
+    index: u32,
+    elements: usize,
+    frame: &[u8],
+    out: &mut [u8],
+    stores: Stores,
+) -> Result<usize> {
+    crate::dispatch::decode_frame(dtype, checksums, index, elements, frame, out, stores)
 }
 
 /// [`decode_frame`]'s body; `#[inline(always)]` down to the kernels so that [`crate::dispatch`]
 /// can compile it once per instruction set.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn decode_frame_impl<I: Isa>(
     isa: I,
     dtype: Dtype,
@@ -462,6 +502,7 @@ pub(crate) fn decode_frame_impl<I: Isa>(
     elements: usize,
     frame: &[u8],
     out: &mut [u8],
+    stores: Stores,
 ) -> Result<usize> {
     let (header, layout) = check_frame_header(dtype, checksums, index, elements, frame)?;
     let corrupt = |reason| Error::CorruptFrame {
@@ -495,10 +536,10 @@ pub(crate) fn decode_frame_impl<I: Isa>(
         }
         // Residuals in the narrowest lanes that hold them: 16 bits for 2-byte elements.
         (FrameParams::Ranked(r), 2) => {
-            read_ranked::<2, u16, I>(isa, frame, &fields, &r, &layout, out, hash, ahead)
+            read_ranked::<2, u16, I>(isa, frame, &fields, &r, &layout, out, hash, ahead, stores)
         }
         (FrameParams::Ranked(r), _) => {
-            read_ranked::<4, u32, I>(isa, frame, &fields, &r, &layout, out, hash, ahead)
+            read_ranked::<4, u32, I>(isa, frame, &fields, &r, &layout, out, hash, ahead, stores)
         }
         (FrameParams::Groups(g), 2) => {
             read_groups::<2, u16, I>(isa, frame, &fields, &g, &layout, out, hash, ahead)
@@ -532,6 +573,7 @@ fn read_ranked<const B: usize, L: Lane, I: Isa>(
     out: &mut [u8],
     mut hash: Option<&mut H32>,
     ahead: &[u8],
+    stores: Stores,
 ) -> core::result::Result<(), &'static str> {
     let levels = usize::from(params.levels);
     let starts = params.rank_starts();
@@ -566,6 +608,7 @@ fn read_ranked<const B: usize, L: Lane, I: Isa>(
                 pending,
                 &mut out[B * start..B * (start + len)],
                 hash.as_deref_mut(),
+                stores == Stores::Streaming,
             )
             .filter(|&taken| taken <= pending.count)
             .ok_or("more escapes than entries in the next level")?;

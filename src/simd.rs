@@ -146,7 +146,8 @@ pub(crate) trait Isa: Copy {
     /// unescaped ones up in `table` (`escape` entries; `escape` is the all-ones code), gives the
     /// escaped ones the next exponents of `deeper` in order, merges the residuals, stores, and
     /// hashes the output into `hash`. Returns how many exponents it took, or None when the codes
-    /// escape more elements than `deeper` holds.
+    /// escape more elements than `deeper` holds. `streaming` asks for non-temporal stores where
+    /// the kernel has them (see [`crate::frame::Stores`]); it never changes the bytes.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn ranked_chunk<const B: usize, L: Lane>(
@@ -161,6 +162,7 @@ pub(crate) trait Isa: Copy {
         deeper: Escapes<'_>,
         out: &mut [u8],
         hash: Option<&mut H32>,
+        _streaming: bool,
     ) -> Option<usize> {
         ranked_chunk_steps::<B, L, Self>(
             self, fields, frame, plane, residual, start, table, escape, deeper, out, hash,
@@ -434,13 +436,14 @@ mod x86 {
             deeper: Escapes<'_>,
             out: &mut [u8],
             hash: Option<&mut H32>,
+            streaming: bool,
         ) -> Option<usize> {
             match (B, L::BITS) {
                 // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI2.
                 (2, 16) | (4, 32) if self.avx512 && escape < 16 => unsafe {
                     ranked_chunk512::<B, L>(
                         self, fields, frame, plane, residual, start, table, escape, deeper, out,
-                        hash,
+                        hash, streaming,
                     )
                 },
                 _ => ranked_chunk_steps::<B, L, Self>(
@@ -1313,6 +1316,20 @@ mod x86 {
         }
     }
 
+    /// Stores 64 output bytes: non-temporal when `streaming` (then `at` is 64-byte aligned: a
+    /// whole cache line, written without first reading it), else through the cache.
+    ///
+    /// SAFETY: the 64 bytes at `at` are the caller's to write.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt")]
+    #[inline]
+    unsafe fn store_line(at: *mut u8, v: __m512i, streaming: bool) {
+        if streaming {
+            _mm512_stream_si512(at.cast(), v);
+        } else {
+            _mm512_storeu_si512(at.cast(), v);
+        }
+    }
+
     /// One `h32` round of 16 lanes (checksum.rs `round`).
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
@@ -1341,6 +1358,7 @@ mod x86 {
         deeper: Escapes<'_>,
         out: &mut [u8],
         mut hash: Option<&mut H32>,
+        streaming: bool,
     ) -> Option<usize> {
         let n = (out.len() / B).min(kernels::CHUNK);
         let blocks = n / 64 * 64;
@@ -1395,6 +1413,9 @@ mod x86 {
             acc = [0, 16].map(|j| _mm512_loadu_si512(h.acc[j..j + 16].as_ptr().cast()));
         }
         let hashing = hash.is_some();
+        // Non-temporal stores only on whole lines: an output not 64-byte aligned goes through
+        // the cache (joining registers into aligned lines measured slower than that).
+        let streaming = streaming && (op as usize).is_multiple_of(64);
         let mut k = 0;
         for block in (0..blocks).step_by(64) {
             // Two steps of 32: the first hashes into lanes 0..16, the second into 16..32 (B = 2).
@@ -1418,7 +1439,7 @@ mod x86 {
                     let mant = _mm512_sll_epi16(mant, mant_c);
                     let exp = _mm512_sll_epi16(_mm512_cvtepu8_epi16(x), exp_c);
                     let u = _mm512_or_si512(_mm512_or_si512(sign, mant), exp);
-                    _mm512_storeu_si512(op.add(2 * at).cast(), u);
+                    store_line(op.add(2 * at), u, streaming);
                     if hashing {
                         acc[half] = h32_round(acc[half], u);
                     }
@@ -1442,7 +1463,7 @@ mod x86 {
                         let mant = _mm512_sll_epi32(mant, mant_c);
                         let exp = _mm512_sll_epi32(_mm512_cvtepu8_epi32(xh), exp_c);
                         let u = _mm512_or_si512(_mm512_or_si512(sign, mant), exp);
-                        _mm512_storeu_si512(op.add(4 * at + 64 * i).cast(), u);
+                        store_line(op.add(4 * at + 64 * i), u, streaming);
                         if hashing {
                             acc[i] = h32_round(acc[i], u);
                         }
@@ -1814,11 +1835,17 @@ mod tests {
                 .collect();
             let mut prefix = H32::new();
             prefix.update(&[9u8; 256][..128 * rng.below(3)]);
+            // Every third case asks for non-temporal stores, into an output that starts on a
+            // cache line (where the AVX-512 step uses them) or 16 bytes past one.
+            let streaming = case % 3 == 0;
+            let misalign = if rng.below(2) == 0 { 0 } else { 16 };
             let run = |isa: &dyn Fn(&mut [u8], &mut H32) -> Option<usize>| {
-                let mut out = std::vec![5u8; b * len];
+                let mut buffer = std::vec![5u8; b * len + 128];
+                let at = buffer.as_ptr().align_offset(64) + misalign;
+                let out = &mut buffer[at..at + b * len];
                 let mut hash = prefix.clone();
-                let taken = isa(&mut out, &mut hash);
-                (taken, out, hash.acc, hash.len)
+                let taken = isa(out, &mut hash);
+                (taken, out.to_vec(), hash.acc, hash.len)
             };
             let deeper = Escapes {
                 values: &values,
@@ -1839,6 +1866,7 @@ mod tests {
                         deeper,
                         out,
                         Some(hash),
+                        streaming,
                     ),
                     _ => isa.ranked_chunk::<4, u32>(
                         fields,
@@ -1851,6 +1879,7 @@ mod tests {
                         deeper,
                         out,
                         Some(hash),
+                        streaming,
                     ),
                 }
             };
@@ -1866,6 +1895,7 @@ mod tests {
                     deeper,
                     out,
                     Some(hash),
+                    false,
                 ),
                 _ => Portable.ranked_chunk::<4, u32>(
                     fields,
@@ -1878,6 +1908,7 @@ mod tests {
                     deeper,
                     out,
                     Some(hash),
+                    false,
                 ),
             };
             let expected = run(&portable);

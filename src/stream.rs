@@ -4,7 +4,9 @@ use crate::error::{Error, Result};
 use crate::format::{
     max_encoded_len, Dtype, FrameCoding, StreamInfo, DEFAULT_FRAME_LOG2, STREAM_HEADER_BYTES,
 };
-use crate::frame::{check_frame_header, decode_frame, encode_frame, Coding};
+use crate::frame::{
+    check_frame_header, decode_frame_with, encode_frame, Coding, Stores, STREAMING_STORES_FROM,
+};
 
 /// What the writer chooses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -112,20 +114,25 @@ pub fn decode(stream: &[u8], out: &mut [u8]) -> Result<usize> {
         needed: total as u64,
     })?;
     let frame_out = info.frame_len() * info.dtype.element_bytes();
+    let stores = if total >= STREAMING_STORES_FROM {
+        Stores::Streaming
+    } else {
+        Stores::Cached
+    };
     let mut at = STREAM_HEADER_BYTES;
     for (index, dst) in (0..info.frame_count).zip(out.chunks_mut(frame_out)) {
         let frame = stream.get(at..).unwrap_or(&[]);
         let elements = info.frame_elements(index);
-        at +=
-            decode_frame(info.dtype, info.checksums, index, elements, frame, dst).map_err(|e| {
-                match e {
-                    Error::Truncated { needed, .. } => Error::Truncated {
-                        needed: (at as u64).saturating_add(needed),
-                        available: stream.len() as u64,
-                    },
-                    other => other,
-                }
-            })?;
+        let (dtype, checksums) = (info.dtype, info.checksums);
+        at += decode_frame_with(dtype, checksums, index, elements, frame, dst, stores).map_err(
+            |e| match e {
+                Error::Truncated { needed, .. } => Error::Truncated {
+                    needed: (at as u64).saturating_add(needed),
+                    available: stream.len() as u64,
+                },
+                other => other,
+            },
+        )?;
     }
     if stream.len() > at {
         return Err(Error::TrailingData {

@@ -1061,3 +1061,41 @@ fn groups_base_search_reaches_mode_plus_8() {
     let want = reference_frame(Dtype::Bf16, Coding::Groups, &values);
     assert_eq!(&header[16..32], &want.2);
 }
+
+/// Outputs of `STREAMING_STORES_FROM` bytes or more are written with non-temporal stores where
+/// the kernels have them (whole cache lines only): the bytes are the same whether the output
+/// starts on a cache line or not, for every dtype, and the same as the per-frame cached path.
+#[test]
+fn large_outputs_decode_the_same_with_streaming_stores() {
+    use enec::frame::{decode_frame_with, Stores, STREAMING_STORES_FROM};
+    for dtype in Dtype::ALL {
+        let count = STREAMING_STORES_FROM / dtype.element_bytes() + 12_345;
+        let input = to_bytes(dtype, &weights(dtype, count, 99, 2, 0));
+        let options = EncodeOptions::new(dtype);
+        let mut stream = vec![0u8; max_encoded_size(&options, input.len()).unwrap()];
+        let len = encode(&options, &input, &mut stream).unwrap();
+        let stream = &stream[..len];
+        let mut buffer = vec![0u8; input.len() + 128];
+        let aligned = buffer.as_ptr().align_offset(64);
+        for at in [aligned, aligned + 16, aligned + 1] {
+            buffer.fill(0xEE);
+            let out = &mut buffer[at..at + input.len()];
+            assert_eq!(decode(stream, out).unwrap(), input.len());
+            assert!(*out == input[..], "{dtype:?} output at {at}");
+        }
+        // Frame by frame, both ways.
+        let frame_out = (1 << options.frame_log2) * dtype.element_bytes();
+        for stores in [Stores::Cached, Stores::Streaming] {
+            let mut out = vec![0u8; input.len()];
+            let mut offset = 32;
+            for (index, dst) in out.chunks_mut(frame_out).enumerate() {
+                let elements = dst.len() / dtype.element_bytes();
+                let frame = &stream[offset..];
+                offset +=
+                    decode_frame_with(dtype, true, index as u32, elements, frame, dst, stores)
+                        .unwrap();
+            }
+            assert!(out == input, "{dtype:?} {stores:?}");
+        }
+    }
+}

@@ -6,7 +6,9 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::Instant;
 
-use enec::frame::{decode_frame, encode_frame, max_frame_bytes};
+use enec::frame::{
+    decode_frame_with, encode_frame, max_frame_bytes, Stores, STREAMING_STORES_FROM,
+};
 use enec::{decode, encode, frames, max_encoded_size, read_header, EncodeOptions};
 use rayon::prelude::*;
 
@@ -102,22 +104,29 @@ fn encode_parallel(
     Ok(total)
 }
 
-/// Decodes every frame on the current rayon pool, each straight into its part of `out`.
+/// Decodes every frame on the current rayon pool, each straight into its part of `out` (with
+/// the stores `decode` would choose for an output this large).
 fn decode_parallel(stream: &[u8], out: &mut [u8]) -> enec::Result<()> {
     let info = read_header(stream)?;
     let located: Vec<enec::FrameInfo> = frames(stream)?.collect::<std::result::Result<_, _>>()?;
     let frame_out = info.frame_len() * info.dtype.element_bytes();
+    let stores = if out.len() >= STREAMING_STORES_FROM {
+        Stores::Streaming
+    } else {
+        Stores::Cached
+    };
     located
         .par_iter()
         .zip(out.par_chunks_mut(frame_out))
         .try_for_each(|(f, dst)| {
-            decode_frame(
+            decode_frame_with(
                 info.dtype,
                 info.checksums,
                 f.index,
                 f.elements,
                 &stream[f.offset..f.offset + f.bytes],
                 dst,
+                stores,
             )
             .map(|_| ())
         })?;
@@ -141,7 +150,11 @@ pub fn bench(
         )
         .into());
     }
-    let mut copy = vec![0u8; input.len()];
+    // The output (of memcpy and of the decoders) starts on a cache line, as page-aligned and
+    // mapped buffers do: there the decoder writes large outputs with non-temporal stores.
+    let mut copy_buffer = vec![0u8; input.len() + 64];
+    let aligned = copy_buffer.as_ptr().align_offset(64);
+    let copy = &mut copy_buffer[aligned..aligned + input.len()];
     let mut stream = vec![0u8; max_encoded_size(&options, input.len()).context(|| "sizing")?];
     let mut len = 0;
     let memcpy = best_of(repeats, || {
@@ -154,7 +167,7 @@ pub fn bench(
     })?;
     let stream = &stream[..len];
     let decode_1 = best_of(repeats, || {
-        decode(black_box(stream), &mut copy).context(|| "decoding")?;
+        decode(black_box(stream), copy).context(|| "decoding")?;
         Ok(())
     })?;
     if copy != input {
@@ -179,7 +192,7 @@ pub fn bench(
     copy.fill(0);
     let decode_n = pool.install(|| {
         best_of(repeats, || {
-            decode_parallel(stream, &mut copy).context(|| "parallel decoding")
+            decode_parallel(stream, copy).context(|| "parallel decoding")
         })
     })?;
     if copy != input {
