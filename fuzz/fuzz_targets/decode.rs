@@ -1,5 +1,6 @@
 //! Arbitrary bytes into every decoding entry point: the one-shot `decode`, `frames()`,
-//! `frame::decode_frame` (dispatched and portable compilations) and the streaming `Decoder`.
+//! `frame::decode_frame` (dispatched and portable compilations, cached and streaming stores) and
+//! the streaming `Decoder`.
 //!
 //! Never a panic, no out-of-bounds access, no allocation, bounded time (libFuzzer's -timeout);
 //! on success, the output equals an independent second decode, frame-by-frame decoding agrees,
@@ -9,7 +10,7 @@
 //! mutations of the header fields get past the check and reach the code behind it.
 #![no_main]
 
-use enec::frame::decode_frame;
+use enec::frame::{decode_frame, decode_frame_with, Stores};
 use enec::{decode, encode, frames, read_header, EncodeOptions, Error};
 use enec_fuzz::streaming::{stream_decode, Chunks};
 use enec_fuzz::{fix_header_check, no_alloc, prefilled, seed_of, with_capacity, Bytes};
@@ -217,6 +218,36 @@ fn check_frame(input: &[u8]) {
         assert_eq!(
             p, out,
             "portable and dispatched decode_frame outputs differ"
+        );
+    }
+    // Non-temporal stores (used on whole cache lines, so the output starts on one): the same
+    // result and bytes, and nothing written past them.
+    let mut lined = vec![0u8; fill.len() + 64];
+    let at = lined.as_ptr().align_offset(64);
+    let lined = &mut lined[at..at + fill.len()];
+    lined.copy_from_slice(&fill);
+    let streamed = no_alloc("decode_frame_with(Streaming)", || {
+        decode_frame_with(
+            dtype,
+            checksums,
+            index,
+            elements,
+            frame,
+            lined,
+            Stores::Streaming,
+        )
+    });
+    assert_eq!(streamed, r, "streaming and cached decode_frame disagree");
+    assert_eq!(
+        &lined[bytes..],
+        &fill[bytes..],
+        "streaming decode wrote past its elements"
+    );
+    if r.is_ok() {
+        assert_eq!(
+            &lined[..bytes],
+            &out[..bytes],
+            "streaming and cached outputs differ"
         );
     }
     match r {
