@@ -445,9 +445,11 @@ pub enum Stores {
     #[default]
     Cached,
     /// Non-temporal where the kernels have them (x86_64 with AVX-512: the ranked coding's
-    /// level-0 step): for large output read later, such as a whole checkpoint decoded into
-    /// memory. It skips the read for ownership of every output line. [`crate::decode`] chooses
-    /// it for outputs of [`STREAMING_STORES_FROM`] bytes or more.
+    /// level-0 step, on whole cache lines, so only into an output that starts on a 64-byte
+    /// boundary; other outputs are written through the cache): for large output read later,
+    /// such as a whole checkpoint decoded into memory. It skips the read for ownership of every
+    /// output line. [`crate::decode`] chooses it for outputs of [`STREAMING_STORES_FROM`] bytes
+    /// or more.
     Streaming,
 }
 

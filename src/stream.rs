@@ -106,7 +106,9 @@ pub fn read_header(stream: &[u8]) -> Result<StreamInfo> {
 }
 
 /// Decodes a whole stream into `out` (which needs [`StreamInfo::decoded_bytes`] bytes) and
-/// returns the decoded length. The stream must end exactly after its last frame.
+/// returns the decoded length. The stream must end exactly after its last frame. Outputs of
+/// [`crate::frame::STREAMING_STORES_FROM`] bytes or more are written with
+/// [`crate::frame::Stores::Streaming`] (the same bytes, bypassing the cache where it can).
 pub fn decode(stream: &[u8], out: &mut [u8]) -> Result<usize> {
     let info = StreamInfo::parse(stream)?;
     let total = usize::try_from(info.decoded_bytes()).map_err(|_| Error::TooLarge)?;
