@@ -11,7 +11,8 @@ use crate::format::{
 };
 use crate::kernels::{
     choose_ranked, group_flagged, groups_forward, groups_inverse, groups_width, Fields, FrameStats,
-    GroupRanges, Lane, Plane, PlaneWriter, Ranking, CHUNK, GROUPS_BASES, MAX_LEVELS, MAX_SYMBOLS,
+    GroupRanges, Lane, LevelCodes, Plane, PlaneWriter, Ranking, CHUNK, GROUPS_BASES, MAX_LEVELS,
+    MAX_SYMBOLS,
 };
 use crate::simd::{Escapes, Isa};
 
@@ -262,13 +263,17 @@ fn write_ranked<const B: usize, L: Lane, I: Isa>(
 ) {
     let levels = usize::from(params.levels);
     let starts = params.rank_starts();
+    let level_codes: [LevelCodes; MAX_LEVELS] = core::array::from_fn(|level| {
+        let escape = ((1usize << params.widths[level]) - 1).min(MAX_SYMBOLS - 1);
+        let start = starts[level].min(MAX_SYMBOLS - escape);
+        LevelCodes::new(&ranking.order[start..start + escape])
+    });
     let (table_at, table_len) = layout.table;
     out[table_at..table_at + table_len].copy_from_slice(&ranking.order[..table_len]);
     let mut residual = [L::default(); CHUNK];
     // Per level: the exponents that reach it; the codes of the current level; which escaped.
     let mut xs = [[0u8; CHUNK + SLACK]; MAX_LEVELS + 1];
     let mut codes = [0u8; CHUNK];
-    let mut masks = [0u64; CHUNK / 64];
     // Next free entry of each plane.
     let mut next = [0usize; MAX_LEVELS + 1];
     for start in (0..elements).step_by(CHUNK) {
@@ -289,17 +294,14 @@ fn write_ranked<const B: usize, L: Lane, I: Isa>(
                 next[level] += n;
                 break;
             }
-            let escape = (1usize << params.widths[level]) - 1;
-            let symbols = &ranking.order[starts[level]..starts[level] + escape];
-            isa.rank_codes(&xs[level][..n], symbols, &mut codes[..n]);
+            let (upper, lower) = xs.split_at_mut(level + 1);
+            let x = &upper[level][..n];
+            let escaped = isa.level_codes(x, &level_codes[level], &mut codes[..n], &mut lower[0]);
             isa.pack(out, plane, next[level], &codes[..n]);
             next[level] += n;
-            let escaped = isa.escape_masks(&codes[..n], escape as u8, &mut masks);
             if escaped == 0 {
                 break;
             }
-            let (upper, lower) = xs.split_at_mut(level + 1);
-            isa.compress(&masks, &upper[level][..n], &mut lower[0]);
             n = escaped;
         }
     }

@@ -531,27 +531,38 @@ pub fn compress<T: Copy>(masks: &[u64], values: &[T], out: &mut [T]) -> usize {
     k
 }
 
-/// The encoder's side of [`lookup`]: `out[q]` is the position of `x[q]` in `symbols` (distinct
-/// exponents), or `symbols.len()` (the escape code) when it is not there. Up to 16 symbols as
-/// compares and selects, which vectorize; more through a 256-entry table.
-#[inline(always)]
-pub fn rank_codes(x: &[u8], symbols: &[u8], out: &mut [u8]) {
-    let escape = symbols.len() as u8;
-    if symbols.len() <= 16 {
-        out.fill(escape);
-        for (s, &symbol) in (0u8..).zip(symbols) {
-            for (o, &v) in out.iter_mut().zip(x) {
-                *o = if v == symbol { s } else { *o };
-            }
-        }
-    } else {
-        let mut code = [escape; MAX_SYMBOLS];
+/// One escape level of the ranked coding, as the encoder sees it: the level's symbols
+/// (distinct exponents, in rank order) and, for every exponent value, its code there: its
+/// position among the symbols, or the escape code (the number of symbols) when it is not one.
+#[derive(Clone, Debug)]
+pub struct LevelCodes<'a> {
+    /// The level's symbols (at most `2^E - 1`), in rank order.
+    pub symbols: &'a [u8],
+    /// `code[x]`: the code of exponent `x`.
+    pub code: [u8; MAX_SYMBOLS],
+}
+
+impl<'a> LevelCodes<'a> {
+    /// The codes of a level with these `symbols` (distinct; fewer than [`MAX_SYMBOLS`]).
+    pub fn new(symbols: &'a [u8]) -> LevelCodes<'a> {
+        let mut code = [symbols.len() as u8; MAX_SYMBOLS];
         for (s, &symbol) in (0u8..).zip(symbols) {
             code[usize::from(symbol)] = s;
         }
-        for (o, &v) in out.iter_mut().zip(x) {
-            *o = code[usize::from(v)];
-        }
+        LevelCodes { symbols, code }
+    }
+
+    /// The escape code: all ones in the level's width.
+    pub fn escape(&self) -> u8 {
+        self.symbols.len() as u8
+    }
+}
+
+/// The encoder's side of [`lookup`]: `out[q]` is the code of `x[q]` at this level.
+#[inline(always)]
+pub fn rank_codes(x: &[u8], level: &LevelCodes, out: &mut [u8]) {
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = level.code[usize::from(v)];
     }
 }
 

@@ -5,7 +5,7 @@
 //! run). [`Avx2`] overrides them with `std::arch` versions of the same functions: byte shuffles
 //! for the symbol lookup and for the escape expansion (a 256-entry table of shuffle patterns and
 //! a popcount per 8 lanes, no `pdep`), whole-register unpacking of the planes, and 16-bit lanes for
-//! the merge of 2-byte elements. Where the CPU has AVX-512 (F/BW/VL/VBMI2) the hottest ones run
+//! the merge of 2-byte elements. Where the CPU has AVX-512 (F/BW/VL/VBMI/VBMI2) the hottest ones run
 //! in 512-bit registers with mask registers: the decoder's level-0 step in one pass
 //! ([`Isa::ranked_chunk`]: codes from the plane, escapes by compare, `vpexpandb` from the queue of
 //! deeper exponents, merge, store, checksum), the encoder's statistics pass
@@ -15,7 +15,7 @@
 #![allow(unsafe_code)]
 
 use crate::checksum::H32;
-use crate::kernels::{self, Fields, FrameStats, Lane, Plane, MAX_SYMBOLS};
+use crate::kernels::{self, Fields, FrameStats, Lane, LevelCodes, Plane, MAX_SYMBOLS};
 
 /// The kernels an instruction set provides. A value of the implementing type is a proof that the
 /// CPU can run them.
@@ -75,8 +75,24 @@ pub(crate) trait Isa: Copy {
 
     /// [`kernels::rank_codes`].
     #[inline(always)]
-    fn rank_codes(self, x: &[u8], symbols: &[u8], out: &mut [u8]) {
-        kernels::rank_codes(x, symbols, out)
+    fn rank_codes(self, x: &[u8], level: &LevelCodes, out: &mut [u8]) {
+        kernels::rank_codes(x, level, out)
+    }
+
+    /// One escape level of the ranked encoder over a run of at most [`kernels::CHUNK`]
+    /// exponents `x`: their codes into `codes` ([`Isa::rank_codes`]) and the escaped ones (code
+    /// = escape), in order, to the front of `escaped` ([`Isa::escape_masks`],
+    /// [`Isa::compress`]). Returns how many escaped. `escaped` may be longer than that (vector
+    /// versions write whole registers where they fit).
+    #[inline(always)]
+    fn level_codes(
+        self,
+        x: &[u8],
+        level: &LevelCodes,
+        codes: &mut [u8],
+        escaped: &mut [u8],
+    ) -> usize {
+        level_codes_steps(self, x, level, codes, escaped)
     }
 
     /// [`kernels::compress`] on bytes. `out` may be longer than the number of set bits (the
@@ -178,6 +194,25 @@ pub(crate) struct Escapes<'a> {
     pub count: usize,
 }
 
+/// [`Isa::level_codes`] as its separate steps.
+#[inline(always)]
+pub(crate) fn level_codes_steps<I: Isa>(
+    isa: I,
+    x: &[u8],
+    level: &LevelCodes,
+    codes: &mut [u8],
+    escaped: &mut [u8],
+) -> usize {
+    let n = x.len().min(codes.len()).min(kernels::CHUNK);
+    isa.rank_codes(&x[..n], level, &mut codes[..n]);
+    let mut masks = [0u64; kernels::CHUNK / 64];
+    let count = isa.escape_masks(&codes[..n], level.escape(), &mut masks);
+    if count > 0 {
+        isa.compress(&masks, &x[..n], escaped);
+    }
+    count
+}
+
 /// [`Isa::ranked_chunk`] from the separate kernels: unpack the codes, find the escapes, then the
 /// final step; the AVX-512 kernel falls back to it where it cannot run.
 #[inline(always)]
@@ -240,7 +275,7 @@ mod x86 {
     use core::arch::x86_64::*;
 
     /// AVX2 (with BMI1/2, LZCNT, POPCNT) kernels; only [`Avx2::detect`] makes one. Where the
-    /// CPU also has AVX-512 (F, BW, VL, VBMI2), the hottest kernels use it (module docs).
+    /// CPU also has AVX-512 (F, BW, VL, VBMI, VBMI2), the hottest kernels use it (module docs).
     #[derive(Clone, Copy, Debug)]
     pub(crate) struct Avx2 {
         avx512: bool,
@@ -258,6 +293,7 @@ mod x86 {
             let avx512 = std::is_x86_feature_detected!("avx512f")
                 && std::is_x86_feature_detected!("avx512bw")
                 && std::is_x86_feature_detected!("avx512vl")
+                && std::is_x86_feature_detected!("avx512vbmi")
                 && std::is_x86_feature_detected!("avx512vbmi2")
                 && std::env::var_os("ENEC_NO_AVX512").is_none_or(|v| v != "1");
             has.then_some(Avx2 { avx512 })
@@ -291,7 +327,7 @@ mod x86 {
         #[inline(always)]
         fn compress(self, masks: &[u64], values: &[u8], out: &mut [u8]) -> usize {
             if self.avx512 {
-                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI2.
+                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI/VBMI2.
                 unsafe { compress512(masks, values, out) }
             } else {
                 unsafe { compress(masks, values, out) }
@@ -308,7 +344,7 @@ mod x86 {
             hash: Option<&mut H32>,
         ) {
             match stats.frequent() {
-                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI2.
+                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI/VBMI2.
                 Some(frequent) if self.avx512 && (B == 2 || B == 4) => unsafe {
                     exponent_stats512::<B>(fields, input, x, &frequent, stats, hash)
                 },
@@ -323,11 +359,27 @@ mod x86 {
         }
 
         #[inline(always)]
-        fn rank_codes(self, x: &[u8], symbols: &[u8], out: &mut [u8]) {
-            if symbols.len() <= 16 {
-                unsafe { rank_codes16(x, symbols, out) }
+        fn rank_codes(self, x: &[u8], level: &LevelCodes, out: &mut [u8]) {
+            if level.symbols.len() <= 16 {
+                unsafe { rank_codes16(x, level, out) }
             } else {
-                kernels::rank_codes(x, symbols, out)
+                kernels::rank_codes(x, level, out)
+            }
+        }
+
+        #[inline(always)]
+        fn level_codes(
+            self,
+            x: &[u8],
+            level: &LevelCodes,
+            codes: &mut [u8],
+            escaped: &mut [u8],
+        ) -> usize {
+            if self.avx512 {
+                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI/VBMI2.
+                unsafe { level_codes512(x, level, codes, escaped) }
+            } else {
+                level_codes_steps(self, x, level, codes, escaped)
             }
         }
 
@@ -353,7 +405,7 @@ mod x86 {
                 let mut small = [0u8; 16];
                 small[..symbols].copy_from_slice(&table[..symbols]);
                 if self.avx512 {
-                    // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI2.
+                    // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI/VBMI2.
                     unsafe { lookup16_512(codes, &small, out) }
                 } else {
                     unsafe { lookup16(codes, &small, out) }
@@ -366,7 +418,7 @@ mod x86 {
         #[inline(always)]
         fn escape_masks(self, codes: &[u8], escape: u8, masks: &mut [u64]) -> usize {
             if self.avx512 {
-                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI2.
+                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI/VBMI2.
                 unsafe { escape_masks512(codes, escape, masks) }
             } else {
                 unsafe { escape_masks(codes, escape, masks) }
@@ -376,7 +428,7 @@ mod x86 {
         #[inline(always)]
         fn expand(self, masks: &[u64], values: &[u8], out: &mut [u8]) -> usize {
             if self.avx512 {
-                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI2.
+                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI/VBMI2.
                 unsafe { expand512(masks, values, out) }
             } else {
                 unsafe { expand(masks, values, out) }
@@ -439,7 +491,7 @@ mod x86 {
             streaming: bool,
         ) -> Option<usize> {
             match (B, L::BITS) {
-                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI2.
+                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI/VBMI2.
                 (2, 16) | (4, 32) if self.avx512 && escape < 16 => unsafe {
                     ranked_chunk512::<B, L>(
                         self, fields, frame, plane, residual, start, table, escape, deeper, out,
@@ -767,8 +819,8 @@ mod x86 {
     /// exponents.
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
-    unsafe fn rank_codes16(x: &[u8], symbols: &[u8], out: &mut [u8]) {
-        let n = x.len().min(out.len());
+    unsafe fn rank_codes16(x: &[u8], level: &LevelCodes, out: &mut [u8]) {
+        let (n, symbols) = (x.len().min(out.len()), level.symbols);
         let escape = _mm256_set1_epi8(symbols.len() as i8);
         for (xs, o) in x[..n].chunks_exact(32).zip(out[..n].chunks_exact_mut(32)) {
             let v = _mm256_loadu_si256(window::<32>(xs, 0).cast());
@@ -780,7 +832,7 @@ mod x86 {
             _mm256_storeu_si256(window_mut::<32>(o, 0).cast(), code);
         }
         let q = n / 32 * 32;
-        kernels::rank_codes(&x[q..n], symbols, &mut out[q..n]);
+        kernels::rank_codes(&x[q..n], level, &mut out[q..n]);
     }
 
     /// [`kernels::split_load`] for 2-byte elements: 16 per step, exponents narrowed to bytes.
@@ -1115,7 +1167,9 @@ mod x86 {
     ///
     /// SAFETY: the caller checked that every sub-plane's words `offset + 2 * (at..at + 32)` lie in
     /// the buffer at `fp`.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt")]
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
+    )]
     #[inline]
     unsafe fn fields32(
         fp: *const u8,
@@ -1138,7 +1192,9 @@ mod x86 {
 
     /// [`kernels::compress`] on bytes, 64 lanes per step: `vpcompressb` and one 64-byte store
     /// where `out` has room for it, else the portable step.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt")]
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
+    )]
     unsafe fn compress512(masks: &[u64], values: &[u8], out: &mut [u8]) -> usize {
         let n = values.len();
         let mut k = 0;
@@ -1158,7 +1214,9 @@ mod x86 {
 
     /// [`kernels::expand`] on bytes, 64 lanes per step: `vpexpandb` merged into the old lanes
     /// where 64 values can be read, else the portable step.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt")]
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
+    )]
     unsafe fn expand512(masks: &[u64], values: &[u8], out: &mut [u8]) -> usize {
         let n = out.len();
         let mut k = 0;
@@ -1180,7 +1238,9 @@ mod x86 {
     }
 
     /// [`kernels::escape_masks`]: one compare per 64 codes, straight into a mask word.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt")]
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
+    )]
     unsafe fn escape_masks512(codes: &[u8], escape: u8, masks: &mut [u64]) -> usize {
         let splat = _mm512_set1_epi8(escape as i8);
         let full = codes.len() / 64;
@@ -1193,8 +1253,59 @@ mod x86 {
         total + kernels::escape_masks(&codes[64 * full..], escape, &mut masks[full..])
     }
 
+    /// [`Isa::level_codes`] in one pass per 64 exponents: the code table (256 bytes, four
+    /// registers) looked up by two `vpermt2b` and a blend on the top bit, a compare for the
+    /// escapes and `vpcompressb` (register form: the memory form is slow on some cores) of the
+    /// escaped exponents. The last exponents short of 64 go through masked loads and stores.
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
+    )]
+    unsafe fn level_codes512(
+        x: &[u8],
+        level: &LevelCodes,
+        codes: &mut [u8],
+        escaped: &mut [u8],
+    ) -> usize {
+        let n = x.len().min(codes.len()).min(kernels::CHUNK);
+        let table = level.code.as_ptr();
+        let [t0, t1, t2, t3] = [0, 64, 128, 192].map(|at| _mm512_loadu_si512(table.add(at).cast()));
+        let escape = _mm512_set1_epi8(level.escape() as i8);
+        let mut k = 0;
+        for q in (0..n).step_by(64) {
+            let live = if q + 64 <= n {
+                u64::MAX
+            } else {
+                (1u64 << (n - q)) - 1
+            };
+            // SAFETY: the masked load reads only `x[q..n]`.
+            let v = _mm512_maskz_loadu_epi8(live, x.as_ptr().add(q).cast());
+            let low = _mm512_permutex2var_epi8(t0, v, t1);
+            let high = _mm512_permutex2var_epi8(t2, v, t3);
+            let c = _mm512_mask_blend_epi8(_mm512_movepi8_mask(v), low, high);
+            // SAFETY: the masked store writes only `codes[q..n]`.
+            _mm512_mask_storeu_epi8(codes.as_mut_ptr().add(q).cast(), live, c);
+            let hits = _mm512_cmpeq_epi8_mask(c, escape) & live;
+            if hits != 0 {
+                let count = hits.count_ones() as usize;
+                let picked = _mm512_maskz_compress_epi8(hits, v);
+                assert!(k + count <= escaped.len(), "room for the escaped exponents");
+                // SAFETY: the masked store writes only `escaped[k..k + count]`, in bounds.
+                let fill = if count == 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << count) - 1
+                };
+                _mm512_mask_storeu_epi8(escaped.as_mut_ptr().add(k).cast(), fill, picked);
+                k += count;
+            }
+        }
+        k
+    }
+
     /// [`lookup16`], one byte shuffle per 64 codes.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt")]
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
+    )]
     unsafe fn lookup16_512(codes: &[u8], table: &[u8; 16], out: &mut [u8]) {
         let lut = _mm512_broadcast_i32x4(_mm_loadu_si128(table.as_ptr().cast()));
         let n = codes.len().min(out.len());
@@ -1211,7 +1322,9 @@ mod x86 {
     /// `frequent` exponent, bumped under compare masks (emptied into the histogram at the end,
     /// before they can wrap: at most [`kernels::CHUNK`] / 64 = 16 bumps), and the elements that
     /// match none counted one by one. The last elements short of 64 take the portable path.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt")]
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
+    )]
     unsafe fn exponent_stats512<const B: usize>(
         fields: &Fields,
         input: &[u8],
@@ -1320,7 +1433,9 @@ mod x86 {
     /// whole cache line, written without first reading it), else through the cache.
     ///
     /// SAFETY: the 64 bytes at `at` are the caller's to write.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt")]
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
+    )]
     #[inline]
     unsafe fn store_line(at: *mut u8, v: __m512i, streaming: bool) {
         if streaming {
@@ -1331,7 +1446,9 @@ mod x86 {
     }
 
     /// One `h32` round of 16 lanes (checksum.rs `round`).
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt")]
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
+    )]
     #[inline]
     unsafe fn h32_round(acc: __m512i, w: __m512i) -> __m512i {
         let w = _mm512_mullo_epi32(w, _mm512_set1_epi32(checksum::P2 as i32));
@@ -1344,7 +1461,9 @@ mod x86 {
     /// `vpexpandb` places the next queued exponents in the escaped lanes; the residuals are read
     /// in place, merged, stored, and hashed in registers. Chunks whose planes do not lie in one
     /// run of words, and the last elements short of 64, take the separate steps.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt")]
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
+    )]
     #[allow(clippy::too_many_arguments)]
     unsafe fn ranked_chunk512<const B: usize, L: Lane>(
         isa: Avx2,
@@ -1704,10 +1823,32 @@ mod tests {
                 all.truncate(rng.below(most));
                 all
             };
+            let level = LevelCodes::new(&symbols);
+            // Exponents: mostly symbols, else any byte.
+            let x: std::vec::Vec<u8> = (0..len)
+                .map(|_| match symbols.len() {
+                    n if n > 0 && rng.below(4) != 0 => symbols[rng.below(n)],
+                    _ => rng.next() as u8,
+                })
+                .collect();
             let (mut ra, mut rb) = (std::vec![1u8; len], std::vec![2u8; len]);
-            isa.rank_codes(&codes, &symbols, &mut ra);
-            Portable.rank_codes(&codes, &symbols, &mut rb);
+            isa.rank_codes(&x, &level, &mut ra);
+            Portable.rank_codes(&x, &level, &mut rb);
             assert_eq!(ra, rb, "rank_codes of {} symbols", symbols.len());
+            // The fused level step: the same codes, and the escaped exponents in order.
+            let (mut la, mut lb) = (std::vec![3u8; len], std::vec![4u8; len]);
+            let (mut xa, mut xb) = (std::vec![5u8; len], std::vec![6u8; len]);
+            let count = isa.level_codes(&x, &level, &mut la, &mut xa);
+            let expected = level_codes_steps(Portable, &x, &level, &mut lb, &mut xb);
+            assert_eq!((count, &la), (expected, &rb), "level codes");
+            assert_eq!(xa[..count], xb[..count], "escaped exponents");
+            let escaped: std::vec::Vec<u8> = x
+                .iter()
+                .zip(&rb)
+                .filter(|&(_, &c)| c == level.escape())
+                .map(|(&x, _)| x)
+                .collect();
+            assert_eq!(xb[..count], escaped[..], "escaped exponents, in order");
             let mut ca = std::vec![0u8; len + rng.below(16)];
             let mut cb = ca.clone();
             assert_eq!(
