@@ -11,8 +11,8 @@ use crate::format::{
 };
 use crate::kernels::{
     choose_ranked, group_flagged, groups_forward, groups_inverse, groups_width, Fields, FrameStats,
-    GroupRanges, Lane, LevelCodes, Plane, PlaneWriter, Ranking, CHUNK, GROUPS_BASES, MAX_LEVELS,
-    MAX_SYMBOLS,
+    GroupRanges, Lane, LevelCodes, Plane, PlaneWriter, RankedCost, Ranking, CHUNK, GROUPS_BASES,
+    MAX_LEVELS, MAX_SYMBOLS,
 };
 use crate::simd::{Escapes, Isa};
 
@@ -166,6 +166,20 @@ fn encode_elements<const B: usize, I: Isa>(
     Ok(bytes)
 }
 
+/// The cost of a ranked frame's parts in bytes (FORMAT.md 4.4).
+struct FrameBytes;
+
+impl RankedCost for FrameBytes {
+    #[inline(always)]
+    fn plane(&self, width: u32, count: usize) -> usize {
+        Plane::bytes(width, count)
+    }
+    #[inline(always)]
+    fn table(&self, symbols: usize) -> usize {
+        pad32(symbols)
+    }
+}
+
 #[inline(always)]
 fn choose_ranked_params(
     ranking: &Ranking,
@@ -174,13 +188,11 @@ fn choose_ranked_params(
     dead_bits: u8,
 ) -> (FrameParams, usize) {
     let fixed = ranked_fixed_bytes(dtype, elements, dead_bits);
-    let (levels, widths, counts, bytes) = choose_ranked(
-        ranking,
-        elements,
-        dtype.exponent_bits(),
-        |levels, widths, counts| {
-            fixed + ranked_exponent_bytes(dtype, elements, levels, widths, counts)
-        },
+    let (levels, widths, counts, bytes) =
+        choose_ranked(ranking, elements, dtype.exponent_bits(), &FrameBytes);
+    debug_assert_eq!(
+        bytes,
+        ranked_exponent_bytes(dtype, elements, levels, widths, counts)
     );
     (
         FrameParams::Ranked(RankedParams {
@@ -188,7 +200,7 @@ fn choose_ranked_params(
             widths,
             counts,
         }),
-        bytes,
+        fixed + bytes,
     )
 }
 

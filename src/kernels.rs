@@ -812,53 +812,75 @@ impl Ranking {
     }
 }
 
-/// The ranked parameters that minimise `size(levels, widths, counts)` over `L = 1..=3` and
-/// widths in `1..=E` (lexicographic order, first minimum wins; FORMAT.md 7.2). Returns the
-/// widths, the counts `c2..c4` and the size.
+/// What the parts of a ranked frame cost, for [`choose_ranked`]. The frame bytes of FORMAT.md
+/// 4.4 are one such cost (padded planes and table); tests use others.
+pub trait RankedCost {
+    /// A plane of `count` values of `width` bits (0 when `count` is 0).
+    fn plane(&self, width: u32, count: usize) -> usize;
+    /// A symbol table of `symbols` entries; never smaller for more entries.
+    fn table(&self, symbols: usize) -> usize;
+}
+
+/// The ranked parameters that minimise the cost of the level planes, the symbol table and the
+/// exponent plane over `L = 1..=3` and widths in `1..=E`, the first minimum in the order of
+/// FORMAT.md 7.2 (`L` ascending, then widths lexicographic). Returns the levels, widths, the
+/// counts `c2..c4` and the cost.
 ///
-/// A prefix of widths is skipped, without changing the result, when it already costs at least
-/// the best size so far: the size of the prefix with an empty last plane is a floor of every
-/// tuple that starts with it (its table and planes are a subset of theirs). Widths whose symbols
-/// exceed the alphabet end their loop (wider ones only have more).
+/// One walk over the width tuples visits, under each prefix, the tuple that stops there and
+/// then its extensions, adding one plane at a time; the first minimum of FORMAT.md's order is
+/// then the smallest (cost, `L`) seen first. An extension is skipped, without changing the
+/// result, when its prefix's planes and table already cost at least the best so far (every
+/// extension costs at least that). Widths whose symbols exceed the alphabet end their loop.
 pub fn choose_ranked(
     ranking: &Ranking,
     elements: usize,
     e: u32,
-    mut size: impl FnMut(u8, [u8; MAX_LEVELS], [u32; MAX_LEVELS]) -> usize,
+    cost: &impl RankedCost,
 ) -> (u8, [u8; MAX_LEVELS], [u32; MAX_LEVELS], usize) {
     let alphabet = 1usize << e;
-    let e = e as u8;
     // Elements whose rank is at least `start`.
     let beyond = |start: usize| elements as u32 - ranking.covered[start.min(alphabet)];
-    let symbols = |w: u8| (1usize << w) - 1;
+    let symbols = |w: u32| (1usize << w) - 1;
+    let exponents = |count: u32| cost.plane(e, count as usize);
     let mut best = (0u8, [0u8; MAX_LEVELS], [0u32; MAX_LEVELS], usize::MAX);
-    for levels in 1..=MAX_LEVELS as u8 {
-        // Width tuples in lexicographic order; `0` pads the unused levels.
-        for w1 in 1..=e {
-            let s1 = symbols(w1);
-            if levels > 1 && size(1, [w1, 0, 0], [0; MAX_LEVELS]) >= best.3 {
+    // Whether a tuple of `levels` levels that costs `size` comes before the best so far.
+    let before = |size: usize, levels: u8, best: &(u8, _, _, usize)| {
+        size < best.3 || (size == best.3 && levels < best.0)
+    };
+    for w1 in 1..=e {
+        let s1 = symbols(w1);
+        let a1 = cost.plane(w1, elements);
+        let c2 = beyond(s1);
+        let size = a1 + cost.table(s1) + exponents(c2);
+        if before(size, 1, &best) {
+            best = (1, [w1 as u8, 0, 0], [c2, 0, 0], size);
+        }
+        if !before(a1 + cost.table(s1), 2, &best) {
+            continue;
+        }
+        for w2 in 1..=e {
+            let s2 = s1 + symbols(w2);
+            if s2 > alphabet {
+                break;
+            }
+            let a2 = a1 + cost.plane(w2, c2 as usize);
+            let c3 = beyond(s2);
+            let size = a2 + cost.table(s2) + exponents(c3);
+            if before(size, 2, &best) {
+                best = (2, [w1 as u8, w2 as u8, 0], [c2, c3, 0], size);
+            }
+            if !before(a2 + cost.table(s2), 3, &best) {
                 continue;
             }
-            for w2 in if levels > 1 { 1..=e } else { 0..=0 } {
-                let s2 = s1 + if w2 > 0 { symbols(w2) } else { 0 };
-                if s2 > alphabet {
+            for w3 in 1..=e {
+                let s3 = s2 + symbols(w3);
+                if s3 > alphabet {
                     break;
                 }
-                if levels > 2 && size(2, [w1, w2, 0], [beyond(s1), 0, 0]) >= best.3 {
-                    continue;
-                }
-                for w3 in if levels > 2 { 1..=e } else { 0..=0 } {
-                    let s3 = s2 + if w3 > 0 { symbols(w3) } else { 0 };
-                    if s3 > alphabet {
-                        break;
-                    }
-                    let widths = [w1, w2, w3];
-                    let mut counts = [beyond(s1), beyond(s2), beyond(s3)];
-                    counts[usize::from(levels)..].fill(0);
-                    let s = size(levels, widths, counts);
-                    if s < best.3 {
-                        best = (levels, widths, counts, s);
-                    }
+                let c4 = beyond(s3);
+                let size = a2 + cost.plane(w3, c3 as usize) + cost.table(s3) + exponents(c4);
+                if before(size, 3, &best) {
+                    best = (3, [w1 as u8, w2 as u8, w3 as u8], [c2, c3, c4], size);
                 }
             }
         }

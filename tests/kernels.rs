@@ -5,7 +5,7 @@ use enec::format::{frame_bytes, ranked_frame_bytes, FrameLayout, FrameParams, Ra
 use enec::kernels::{
     choose_ranked, escape_masks, expand, groups_forward, groups_inverse, groups_unflagged,
     groups_width, lookup, pack_halving, pack_plane, unpack_range, Fields, Plane, PlaneReader,
-    PlaneWriter, Ranking, GROUPS_BASES, MAX_LEVELS, MAX_SYMBOLS,
+    PlaneWriter, RankedCost, Ranking, GROUPS_BASES, MAX_LEVELS, MAX_SYMBOLS,
 };
 use enec::Dtype;
 
@@ -567,13 +567,34 @@ fn ranking_orders_by_count_then_value() {
 }
 
 type Choice = (u8, [u8; MAX_LEVELS], [u32; MAX_LEVELS], usize);
-/// A frame-size function of (levels, widths, counts), as `choose_ranked` takes.
-type SizeFn<'a> = &'a dyn Fn(u8, [u8; MAX_LEVELS], [u32; MAX_LEVELS]) -> usize;
+
+/// FORMAT.md 4.4's bytes: padded planes and table.
+struct FrameBytes;
+impl RankedCost for FrameBytes {
+    fn plane(&self, width: u32, count: usize) -> usize {
+        Plane::bytes(width, count)
+    }
+    fn table(&self, symbols: usize) -> usize {
+        symbols.div_ceil(32) * 32
+    }
+}
+
+/// Unpadded bits, which have far fewer ties.
+struct Bits;
+impl RankedCost for Bits {
+    fn plane(&self, width: u32, count: usize) -> usize {
+        width as usize * count
+    }
+    fn table(&self, symbols: usize) -> usize {
+        8 * symbols
+    }
+}
 
 /// Brute force of FORMAT.md 7.2: every L and width tuple, in lexicographic order, counts from a
-/// sorted histogram; the first strict minimum wins.
-fn brute_force_ranked(h: &[u32; MAX_SYMBOLS], e: u32, size: SizeFn) -> Choice {
+/// sorted histogram, each tuple's cost summed from scratch; the first strict minimum wins.
+fn brute_force_ranked(h: &[u32; MAX_SYMBOLS], e: u32, cost: &dyn RankedCost) -> Choice {
     let alphabet = 1usize << e;
+    let elements: usize = h.iter().map(|&c| c as usize).sum();
     let sorted: Vec<u32> = reference_order(h, alphabet).iter().map(|&x| h[x]).collect();
     let at_or_above = |s: usize| -> u32 { sorted[s.min(alphabet)..].iter().sum() };
     let mut tuples: Vec<Vec<u8>> = Vec::new();
@@ -597,15 +618,19 @@ fn brute_force_ranked(h: &[u32; MAX_SYMBOLS], e: u32, size: SizeFn) -> Choice {
         let mut widths = [0u8; MAX_LEVELS];
         let mut counts = [0u32; MAX_LEVELS];
         let mut s = 0usize;
+        let mut bytes = 0;
+        let mut reaching = elements;
         for (j, &m) in t.iter().enumerate() {
             widths[j] = m;
             s += (1usize << m) - 1;
             counts[j] = at_or_above(s);
+            bytes += cost.plane(m.into(), reaching);
+            reaching = counts[j] as usize;
         }
         if s > alphabet {
             continue;
         }
-        let bytes = size(t.len() as u8, widths, counts);
+        bytes += cost.table(s) + cost.plane(e, reaching);
         if best.is_none_or(|b| bytes < b.3) {
             best = Some((t.len() as u8, widths, counts, bytes));
         }
@@ -625,32 +650,29 @@ fn choose_ranked_finds_the_true_minimum() {
                 continue;
             }
             let ranking = Ranking::new(&h, 1 << e);
-            let k = rng.below(u64::from(dtype.mantissa_bits()) + 1) as u8;
-            // The real frame size (FORMAT.md 4.4) ...
-            let frame_size = |levels: u8, widths: [u8; MAX_LEVELS], counts: [u32; MAX_LEVELS]| {
-                let params = FrameParams::Ranked(RankedParams {
-                    levels,
-                    widths,
-                    counts,
-                });
-                FrameLayout::new(dtype, elements, k, &params).bytes
-            };
-            // ... and the unpadded bit count, which has far fewer ties.
-            let bit_size = |levels: u8, widths: [u8; MAX_LEVELS], counts: [u32; MAX_LEVELS]| {
-                let mut bits = elements * widths[0] as usize;
-                let mut table = (1usize << widths[0]) - 1;
-                for j in 1..levels as usize {
-                    bits += counts[j - 1] as usize * widths[j] as usize;
-                    table += (1usize << widths[j]) - 1;
-                }
-                bits + counts[levels as usize - 1] as usize * e as usize + 8 * table
-            };
-            let sizes: [SizeFn; 2] = [&frame_size, &bit_size];
-            for (which, size) in sizes.into_iter().enumerate() {
-                let got = choose_ranked(&ranking, elements, e, size);
-                let want = brute_force_ranked(&h, e, size);
-                assert_eq!(got, want, "case {case} {dtype:?} size function {which}");
+            let costs: [&dyn RankedCost; 2] = [&FrameBytes, &Bits];
+            for (which, cost) in costs.into_iter().enumerate() {
+                let got = match which {
+                    0 => choose_ranked(&ranking, elements, e, &FrameBytes),
+                    _ => choose_ranked(&ranking, elements, e, &Bits),
+                };
+                let want = brute_force_ranked(&h, e, cost);
+                assert_eq!(got, want, "case {case} {dtype:?} cost {which}");
             }
+            // The frame bytes are the layout's (FORMAT.md 4.4): header and residual plus these.
+            let (levels, widths, counts, bytes) = choose_ranked(&ranking, elements, e, &FrameBytes);
+            let k = rng.below(u64::from(dtype.mantissa_bits()) + 1) as u8;
+            let params = FrameParams::Ranked(RankedParams {
+                levels,
+                widths,
+                counts,
+            });
+            let residual = 1 + dtype.mantissa_bits() - u32::from(k);
+            assert_eq!(
+                FrameLayout::new(dtype, elements, k, &params).bytes,
+                32 + Plane::bytes(residual, elements) + bytes,
+                "case {case} {dtype:?}"
+            );
         }
     }
 }
