@@ -321,7 +321,12 @@ mod x86 {
 
         #[inline(always)]
         fn pack<L: Lane>(self, frame: &mut [u8], plane: &Plane, start: usize, values: &[L]) {
-            unsafe { pack(frame, plane, start, values) }
+            if self.avx512 {
+                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI/VBMI2.
+                unsafe { pack512(frame, plane, start, values) }
+            } else {
+                unsafe { pack(frame, plane, start, values) }
+            }
         }
 
         #[inline(always)]
@@ -660,6 +665,26 @@ mod x86 {
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
     unsafe fn pack<L: Lane>(frame: &mut [u8], plane: &Plane, start: usize, values: &[L]) {
+        pack_runs::<L, false>(frame, plane, start, values)
+    }
+
+    /// [`pack`] 32 values at a time, then as [`pack`].
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
+    )]
+    #[inline]
+    unsafe fn pack512<L: Lane>(frame: &mut [u8], plane: &Plane, start: usize, values: &[L]) {
+        pack_runs::<L, true>(frame, plane, start, values)
+    }
+
+    /// The body of [`pack`] and [`pack512`] (`WIDE`: AVX-512 steps first), inlined into each.
+    #[inline(always)]
+    unsafe fn pack_runs<L: Lane, const WIDE: bool>(
+        frame: &mut [u8],
+        plane: &Plane,
+        start: usize,
+        values: &[L],
+    ) {
         if values.is_empty() {
             return;
         }
@@ -678,9 +703,19 @@ mod x86 {
                 let words = &mut frame[sub.offset + 2 * word..];
                 let src = &values[lane_bytes * done..lane_bytes * (done + run)];
                 let shifts = (sub.shift, bit, field_mask);
-                let steps = src
+                let mut q = 0;
+                if WIDE {
+                    let steps = src
+                        .chunks_exact(lane_bytes * 2 * STEP)
+                        .zip(words[..2 * run].chunks_exact_mut(4 * STEP));
+                    for (v, w) in steps {
+                        pack_step512::<L>(v, shifts, w);
+                    }
+                    q = run / (2 * STEP) * (2 * STEP);
+                }
+                let steps = src[lane_bytes * q..]
                     .chunks_exact(lane_bytes * STEP)
-                    .zip(words[..2 * run].chunks_exact_mut(2 * STEP));
+                    .zip(words[2 * q..2 * run].chunks_exact_mut(2 * STEP));
                 for (v, w) in steps {
                     pack_step::<L>(v, shifts, w);
                 }
@@ -703,6 +738,40 @@ mod x86 {
                 }
             }
         }
+    }
+
+    /// [`pack_step`] for 32 values (`values`) into 32 words (`words`, 64 bytes).
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
+    )]
+    #[inline]
+    unsafe fn pack_step512<L: Lane>(
+        values: &[u8],
+        (take, place, mask): (u32, u32, u32),
+        words: &mut [u8],
+    ) {
+        let take = _mm_cvtsi32_si128(take as i32);
+        let v = match L::BITS {
+            8 => _mm512_srl_epi16(
+                _mm512_cvtepu8_epi16(_mm256_loadu_si256(window::<32>(values, 0).cast())),
+                take,
+            ),
+            16 => _mm512_srl_epi16(_mm512_loadu_si512(window::<64>(values, 0).cast()), take),
+            _ => {
+                // The low halves of the shifted lanes, in order (the mask below keeps the field).
+                let a = _mm512_srl_epi32(_mm512_loadu_si512(window::<64>(values, 0).cast()), take);
+                let b = _mm512_srl_epi32(_mm512_loadu_si512(window::<64>(values, 64).cast()), take);
+                let evens = _mm512_set_epi16(
+                    62, 60, 58, 56, 54, 52, 50, 48, 46, 44, 42, 40, 38, 36, 34, 32, 30, 28, 26, 24,
+                    22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0,
+                );
+                _mm512_permutex2var_epi16(a, evens, b)
+            }
+        };
+        let field = _mm512_and_si512(v, _mm512_set1_epi16(mask as u16 as i16));
+        let field = _mm512_sll_epi16(field, _mm_cvtsi32_si128(place as i32));
+        let o = window_mut::<64>(words, 0).cast::<__m512i>();
+        _mm512_storeu_si512(o, _mm512_or_si512(_mm512_loadu_si512(o), field));
     }
 
     /// One step of [`pack`]: the fields at bit `take` of 16 values (`values`), masked, shifted
@@ -1353,6 +1422,9 @@ mod x86 {
         let targets = frequent.map(|v| _mm512_set1_epi8(v as i8));
         let mut counters = [_mm512_setzero_si512(); kernels::FREQUENT];
         let mut or = _mm512_setzero_si512();
+        // Exponents that are none of `frequent`: at most `at` before block `at`.
+        let mut others = [0u8; kernels::CHUNK + 64];
+        let mut listed = 0;
         let (ip, xp) = (input.as_ptr(), x.as_mut_ptr());
         for at in (0..blocks).step_by(64) {
             // SAFETY: `at + 64 <= blocks <= n`: the input bytes `B * (at..at + 64)` and the
@@ -1393,12 +1465,15 @@ mod x86 {
                 *counter = _mm512_mask_sub_epi8(*counter, hit, *counter, _mm512_set1_epi8(-1));
                 matched |= hit;
             }
-            let mut rest = !matched;
-            while rest != 0 {
-                let i = rest.trailing_zeros() as usize;
-                stats.histogram[usize::from(x[at + i])] += 1;
-                rest &= rest - 1;
-            }
+            // The others to a list, counted after the loop: a branch per block on whether any
+            // are there would be mispredicted in most blocks.
+            let rest = !matched;
+            let picked = _mm512_maskz_compress_epi8(rest, exps);
+            _mm512_storeu_si512(window_mut::<64>(&mut others, listed).cast(), picked);
+            listed += rest.count_ones() as usize;
+        }
+        for &v in &others[..listed] {
+            stats.histogram[usize::from(v)] += 1;
         }
         for (counter, &v) in counters.iter().zip(frequent) {
             let sums = _mm512_sad_epu8(*counter, _mm512_setzero_si512());
@@ -1708,9 +1783,15 @@ mod tests {
 
     #[test]
     fn unpack_and_pack_agree() {
-        let Some(isa) = avx2() else { return };
+        let Some(detected) = avx2() else { return };
         let mut rng = Rng(1);
         for case in 0..cases(600) {
+            // Odd cases without the AVX-512 kernels (even ones with them, where the CPU has them).
+            let isa = if case % 2 == 0 {
+                detected
+            } else {
+                detected.without_avx512()
+            };
             let width = rng.below(25) as u32; // 0: a plane of zeros with no sub-planes
             let count = 1 + rng.below(if case % 3 == 0 { 40 } else { 3000 });
             let (frame, plane, values) = random_plane(&mut rng, width, count);
