@@ -396,7 +396,10 @@ mod x86 {
             x: &mut [u8],
             r: &mut [L],
         ) {
-            if B == 2 && L::BITS == 16 {
+            if B == 2 && L::BITS == 16 && self.avx512 {
+                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI/VBMI2.
+                unsafe { split16_512(fields, input, x, bytemuck::cast_slice_mut(r)) }
+            } else if B == 2 && L::BITS == 16 {
                 unsafe { split16(fields, input, x, bytemuck::cast_slice_mut(r)) }
             } else {
                 kernels::split_load::<B, L>(fields, input, x, r)
@@ -937,6 +940,50 @@ mod x86 {
         }
         let q = n / 16 * 16;
         kernels::split_load::<2, u16>(fields, &input[2 * q..2 * n], &mut x[q..n], &mut r[q..n]);
+    }
+
+    /// [`split16`], 64 elements per step: the exponents' low bytes of two registers gathered
+    /// by one `vpermt2b`.
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
+    )]
+    #[inline]
+    unsafe fn split16_512(fields: &Fields, input: &[u8], x: &mut [u8], r: &mut [u16]) {
+        let n = x.len().min(r.len()).min(input.len() / 2);
+        let exponent_mask = _mm512_set1_epi16(((1u32 << fields.e) - 1) as i16);
+        let mantissa_mask = _mm512_set1_epi16(((1u32 << fields.m) - 1) as i16);
+        let (m, k) = (
+            _mm_cvtsi32_si128(fields.m as i32),
+            _mm_cvtsi32_si128(fields.k as i32),
+        );
+        let sign_at = _mm_cvtsi32_si128((fields.e + fields.m) as i32);
+        let live = _mm_cvtsi32_si128((fields.m - fields.k) as i32);
+        let low_bytes = _mm512_set_epi8(
+            126, 124, 122, 120, 118, 116, 114, 112, 110, 108, 106, 104, 102, 100, 98, 96, 94, 92,
+            90, 88, 86, 84, 82, 80, 78, 76, 74, 72, 70, 68, 66, 64, 62, 60, 58, 56, 54, 52, 50, 48,
+            46, 44, 42, 40, 38, 36, 34, 32, 30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2,
+            0,
+        );
+        let rb: &mut [u8] = bytemuck::cast_slice_mut(&mut r[..n]);
+        let steps = input[..2 * n]
+            .chunks_exact(128)
+            .zip(x[..n].chunks_exact_mut(64))
+            .zip(rb.chunks_exact_mut(128));
+        for ((e, xs), rs) in steps {
+            let mut exps = [_mm512_setzero_si512(); 2];
+            for (h, ex) in exps.iter_mut().enumerate() {
+                let u = _mm512_loadu_si512(window::<64>(e, 64 * h).cast());
+                *ex = _mm512_and_si512(_mm512_srl_epi16(u, m), exponent_mask);
+                let sign = _mm512_sll_epi16(_mm512_srl_epi16(u, sign_at), live);
+                let mant = _mm512_srl_epi16(_mm512_and_si512(u, mantissa_mask), k);
+                let o = window_mut::<64>(rs, 64 * h).cast();
+                _mm512_storeu_si512(o, _mm512_or_si512(sign, mant));
+            }
+            let bytes = _mm512_permutex2var_epi8(exps[0], low_bytes, exps[1]);
+            _mm512_storeu_si512(window_mut::<64>(xs, 0).cast(), bytes);
+        }
+        let q = n / 64 * 64;
+        split16(fields, &input[2 * q..2 * n], &mut x[q..n], &mut r[q..n]);
     }
 
     /// [`kernels::escape_masks`]: one compare and one movemask per 32 codes.
