@@ -985,37 +985,59 @@ impl GroupRanges {
     /// For each base candidate `b = first + c` and each low width `m`, the number of groups
     /// that are *not* flagged (every exponent in `(b - 2^m, b]`): `unflagged[c][m]`.
     ///
-    /// One pass over the groups counts them by (first candidate their largest exponent fits
-    /// under, smallest exponent); running sums over both then answer every (b, m) at once.
+    /// One pass over the groups counts them by key: (first candidate their largest exponent
+    /// fits under, smallest exponent `lo`); weights have a few dozen distinct keys. A group
+    /// fits under every later candidate too, and there is unflagged from `m = bitlength(b - lo)`
+    /// on, so each distinct key adds its count at one `m` per candidate, and running sums over
+    /// `m` finish the table.
     pub fn unflagged(&self, first: u32, candidates: usize) -> [[u32; 9]; GROUPS_BASES] {
-        let mut joint = [[0u16; MAX_SYMBOLS]; GROUPS_BASES];
         let candidates = candidates.min(GROUPS_BASES);
-        // Smallest exponents present span `low..high`: the sums below need only that range.
-        let (mut low, mut high) = (MAX_SYMBOLS, 0);
-        for (&lo, &hi) in self.min[..self.groups].iter().zip(&self.max[..self.groups]) {
-            let c = u32::from(hi).saturating_sub(first) as usize;
-            if c < candidates {
-                joint[c][usize::from(lo)] += 1;
-                low = low.min(usize::from(lo));
-                high = high.max(usize::from(lo) + 1);
+        // Keys `c << 8 | lo`, `c = GROUPS_BASES` for groups that fit under no candidate.
+        const KEYS: usize = (GROUPS_BASES + 1) * MAX_SYMBOLS;
+        let mut count = [0u16; KEYS];
+        let mut present = [0u64; KEYS / 64];
+        let (min, max) = (&self.min[..self.groups], &self.max[..self.groups]);
+        for (&lo, &hi) in min.iter().zip(max) {
+            let c = u32::from(hi).saturating_sub(first).min(GROUPS_BASES as u32);
+            let key = (c << 8 | u32::from(lo)) as usize;
+            count[key] += 1;
+            present[key / 64] |= 1 << (key % 64);
+        }
+        let keys = present.iter().enumerate().flat_map(|(w, &bits)| {
+            let mut bits = bits;
+            core::iter::from_fn(move || {
+                if bits == 0 {
+                    return None;
+                }
+                let key = 64 * w + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                Some(key)
+            })
+        });
+        // starting[c][m]: groups unflagged for candidate c from low width m on.
+        let mut starting = [[0u32; 9]; GROUPS_BASES];
+        for key in keys {
+            let (fits_from, lo) = (key >> 8, (key & 0xFF) as u32);
+            let groups = u32::from(count[key]);
+            for (c, row) in starting
+                .iter_mut()
+                .enumerate()
+                .take(candidates)
+                .skip(fits_from)
+            {
+                // `lo <= largest <= b`; none is unflagged when `b - lo >= 2^8`.
+                let below = first + c as u32 - lo;
+                if let Some(at) = row.get_mut((u32::BITS - below.leading_zeros()) as usize) {
+                    *at += groups;
+                }
             }
         }
         let mut unflagged = [[0u32; 9]; GROUPS_BASES];
-        // fits[g]: groups with smallest exponent at least g whose largest fits under the
-        // current base (a suffix sum, so each (b, m) is one lookup); constant below `low`, zero
-        // from `high` on.
-        let mut fits = [0u32; MAX_SYMBOLS + 1];
-        for (c, row) in unflagged.iter_mut().enumerate().take(candidates) {
-            let mut above = 0;
-            for g in (low..high).rev() {
-                above += u32::from(joint[c][g]);
-                fits[g] += above;
-            }
-            let base = i64::from(first) + c as i64;
-            for (m, count) in row.iter_mut().enumerate() {
-                // Those whose smallest exponent is above base - 2^m.
-                let lowest = (base - (1i64 << m) + 1).clamp(0, MAX_SYMBOLS as i64) as usize;
-                *count = fits[lowest.max(low).min(high.max(low))];
+        for (row, start) in unflagged.iter_mut().zip(&starting).take(candidates) {
+            let mut sum = 0;
+            for (u, &s) in row.iter_mut().zip(start) {
+                sum += s;
+                *u = sum;
             }
         }
         unflagged
