@@ -115,8 +115,11 @@ fn encode_elements<const B: usize, I: Isa>(
     let ranking = Ranking::new(&stats.histogram, 1 << dtype.exponent_bits());
     let ranked = (coding != Coding::Groups)
         .then(|| choose_ranked_params(&ranking, elements, dtype, dead_bits));
-    let groups =
-        (coding != Coding::Ranked).then(|| choose_groups_params(&ranges, &stats, dtype, &size_of));
+    // Groups matters only below the size that would beat it: ranked's (which wins ties) and
+    // one past stored's (which loses them).
+    let beat = ranked.map_or(usize::MAX, |r| r.1).min(stored.1 + 1);
+    let groups = (coding != Coding::Ranked)
+        .then(|| choose_groups_params(isa, &ranges, &stats, dtype, &size_of, beat));
     // Ties: ranked, then groups, then stored (FORMAT.md 7.5).
     let mut best = stored;
     for candidate in [groups, ranked].into_iter().flatten() {
@@ -204,12 +207,17 @@ fn choose_ranked_params(
     )
 }
 
+/// The first smallest groups candidate (FORMAT.md 7.3) among those smaller than `beat`, or
+/// stored at `usize::MAX` when there is none. A candidate costs at least the frame without its
+/// high plane, so low widths whose low plane alone reaches `beat` are not counted at all.
 #[inline(always)]
-fn choose_groups_params(
+fn choose_groups_params<I: Isa>(
+    isa: I,
     ranges: &GroupRanges,
     stats: &FrameStats,
     dtype: Dtype,
     size_of: &impl Fn(&FrameParams) -> usize,
+    beat: usize,
 ) -> (FrameParams, usize) {
     let e = dtype.exponent_bits();
     let elements = stats.elements;
@@ -220,7 +228,6 @@ fn choose_groups_params(
     let last = hi.min(mode + 8);
     let candidates = (last - first + 1) as usize;
     debug_assert!(candidates <= GROUPS_BASES);
-    let unflagged = ranges.unflagged(first, candidates);
     // Header, residual plane and flags plane (FORMAT.md 4.2, 4.4).
     let no_groups = FrameParams::Groups(GroupsParams {
         base: 0,
@@ -229,11 +236,22 @@ fn choose_groups_params(
         flagged: 0,
     });
     let fixed = size_of(&no_groups);
+    let low_plane = |low: u32| fixed + Plane::bytes(low, GROUP_LEN * groups as usize);
+    // The widest low plane that may still beat `beat` (with flagged groups: `m < n <= E`).
+    let widest = (0..e).take_while(|&low| low_plane(low) < beat).last();
+    let unflagged = match widest {
+        Some(widest) => isa.groups_unflagged(ranges, first, candidates, widest),
+        None => [[0; 9]; GROUPS_BASES],
+    };
     let mut best = (FrameParams::Stored, usize::MAX);
     for (c, row) in unflagged.iter().enumerate().take(candidates) {
         let base = first + c as u32;
         let width = groups_width(base, lo, hi, e);
         for low in 0..=width {
+            if low < width && widest.is_none_or(|w| low > w) {
+                // Not counted: its low plane alone costs at least `beat`.
+                continue;
+            }
             let flagged = if low == width {
                 0
             } else {

@@ -15,7 +15,9 @@
 #![allow(unsafe_code)]
 
 use crate::checksum::H32;
-use crate::kernels::{self, Fields, FrameStats, Lane, LevelCodes, Plane, MAX_SYMBOLS};
+use crate::kernels::{
+    self, Fields, FrameStats, GroupRanges, Lane, LevelCodes, Plane, GROUPS_BASES, MAX_SYMBOLS,
+};
 
 /// The kernels an instruction set provides. A value of the implementing type is a proof that the
 /// CPU can run them.
@@ -93,6 +95,19 @@ pub(crate) trait Isa: Copy {
         escaped: &mut [u8],
     ) -> usize {
         level_codes_steps(self, x, level, codes, escaped)
+    }
+
+    /// [`GroupRanges::unflagged`] for the low widths `m <= widest` (the other entries are
+    /// unspecified).
+    #[inline(always)]
+    fn groups_unflagged(
+        self,
+        ranges: &GroupRanges,
+        first: u32,
+        candidates: usize,
+        _widest: u32,
+    ) -> [[u32; 9]; GROUPS_BASES] {
+        ranges.unflagged(first, candidates)
     }
 
     /// [`kernels::compress`] on bytes. `out` may be longer than the number of set bits (the
@@ -472,6 +487,23 @@ mod x86 {
                 _ => Portable.resolve_store::<B, L>(
                     fields, frame, residual, start, codes, table, symbols, masks, deeper, out,
                 ),
+            }
+        }
+
+        #[inline(always)]
+        fn groups_unflagged(
+            self,
+            ranges: &GroupRanges,
+            first: u32,
+            candidates: usize,
+            widest: u32,
+        ) -> [[u32; 9]; GROUPS_BASES] {
+            let candidates = candidates.min(GROUPS_BASES);
+            if self.avx512 && widest <= 3 && first as usize + candidates <= 256 {
+                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI/VBMI2.
+                unsafe { groups_unflagged512(ranges, first, candidates, widest) }
+            } else {
+                ranges.unflagged(first, candidates)
             }
         }
 
@@ -984,6 +1016,44 @@ mod x86 {
         }
         let q = n / 64 * 64;
         split16(fields, &input[2 * q..2 * n], &mut x[q..n], &mut r[q..n]);
+    }
+
+    /// [`Isa::groups_unflagged`] for a few low widths (`widest <= 3`) and bases below 256, by
+    /// compares: per 64 groups and candidate `b`, which fit under `b`, and of those which have
+    /// their smallest exponent above `b - 2^m`, counted by popcount.
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
+    )]
+    unsafe fn groups_unflagged512(
+        ranges: &GroupRanges,
+        first: u32,
+        candidates: usize,
+        widest: u32,
+    ) -> [[u32; 9]; GROUPS_BASES] {
+        let groups = ranges.groups;
+        let mut unflagged = [[0u32; 9]; GROUPS_BASES];
+        for at in (0..groups).step_by(64) {
+            let live = if at + 64 <= groups {
+                u64::MAX
+            } else {
+                (1u64 << (groups - at)) - 1
+            };
+            // SAFETY: the masked loads read only groups `at..groups`.
+            let lo = _mm512_maskz_loadu_epi8(live, ranges.min.as_ptr().add(at).cast());
+            let hi = _mm512_maskz_loadu_epi8(live, ranges.max.as_ptr().add(at).cast());
+            for (c, row) in unflagged.iter_mut().enumerate().take(candidates) {
+                let base = first as i32 + c as i32;
+                let fit = _mm512_mask_cmple_epu8_mask(live, hi, _mm512_set1_epi8(base as i8));
+                for (m, count) in row.iter_mut().enumerate().take(widest as usize + 1) {
+                    // Smallest exponent at least b - 2^m + 1 (every one when that is <= 0).
+                    let least = (base - (1 << m) + 1).max(0);
+                    let inside =
+                        _mm512_mask_cmpge_epu8_mask(fit, lo, _mm512_set1_epi8(least as i8));
+                    *count += inside.count_ones();
+                }
+            }
+        }
+        unflagged
     }
 
     /// [`kernels::escape_masks`]: one compare and one movemask per 32 codes.
@@ -1984,6 +2054,42 @@ mod tests {
                 Portable.compress(&ma, &codes, &mut cb)
             );
             assert_eq!(ca[..na], cb[..na], "compress");
+        }
+    }
+
+    #[test]
+    fn groups_unflagged_agrees() {
+        let Some(isa) = avx2() else { return };
+        let mut rng = Rng(5);
+        for case in 0..cases(300) {
+            let elements = 1 + rng.below(crate::format::MAX_FRAME_LEN);
+            let mut ranges = GroupRanges::new(elements);
+            // Exponents around a centre, some anywhere (outliers, zeros).
+            let centre = rng.below(256);
+            let spread = 1 + rng.below(12);
+            let x: std::vec::Vec<u8> = (0..elements)
+                .map(|_| match rng.below(20) {
+                    0 if case % 2 == 0 => rng.below(256) as u8,
+                    _ => (centre + rng.below(spread))
+                        .saturating_sub(spread / 2)
+                        .min(255) as u8,
+                })
+                .collect();
+            for (start, run) in (0..elements).step_by(CHUNK).zip(x.chunks(CHUNK)) {
+                ranges.add(start, run);
+            }
+            let first = rng.below(256 - GROUPS_BASES + 1) as u32;
+            let candidates = 1 + rng.below(GROUPS_BASES);
+            let widest = rng.below(4) as u32;
+            let got = isa.groups_unflagged(&ranges, first, candidates, widest);
+            let want = ranges.unflagged(first, candidates);
+            for c in 0..candidates {
+                assert_eq!(
+                    got[c][..=widest as usize],
+                    want[c][..=widest as usize],
+                    "case {case}: candidate {c} of {candidates} from {first}, m <= {widest}"
+                );
+            }
         }
     }
 
