@@ -639,11 +639,14 @@ pub struct FrameStats {
     /// Elements added so far.
     pub(crate) counted: usize,
     /// See [`FrameStats::frequent`]: not chosen yet, or chosen (and maybe none).
-    frequent: Option<Option<[u8; FREQUENT]>>,
+    frequent: Option<Option<u8>>,
 }
 
 /// How many exponents a vector kernel counts by compares (see [`FrameStats::frequent`]).
 pub const FREQUENT: usize = 8;
+
+/// Elements of a frame counted one by one before [`FrameStats::frequent`] chooses.
+pub const SAMPLE: usize = 64;
 
 impl FrameStats {
     /// Statistics of no elements yet, for a frame of `elements`: [`FrameStats::add`] every run
@@ -659,15 +662,16 @@ impl FrameStats {
         }
     }
 
-    /// The [`FREQUENT`] most frequent exponents among the first [`CHUNK`] elements, once that
-    /// many were added, when they cover at least 3/4 of them (typical of weights, whose
-    /// exponents crowd a few values); else None. Vector kernels count these by compares and the
-    /// others one by one; any choice gives the same histogram.
-    pub fn frequent(&mut self) -> Option<[u8; FREQUENT]> {
+    /// The first of [`FREQUENT`] consecutive exponent values around the most frequent one so
+    /// far, chosen once [`SAMPLE`] elements were added, when they cover at least 3/4 of them
+    /// (typical of weights, whose exponents crowd a few neighbouring values); else None. Vector
+    /// kernels count these by compares and the others one by one; any choice gives the same
+    /// histogram.
+    pub fn frequent(&mut self) -> Option<u8> {
         if let Some(chosen) = self.frequent {
             return chosen;
         }
-        if self.counted < CHUNK {
+        if self.counted < SAMPLE {
             return None;
         }
         let mut counts = self.histogram;
@@ -676,24 +680,17 @@ impl FrameStats {
                 *c += p;
             }
         }
-        // Distinct values, largest count first (the smallest value on ties): one pass of
-        // insertion into a sorted list.
-        let mut top = [(0u32, 0u8); FREQUENT];
-        let mut filled = 0;
+        let mut mode = 0;
         for (x, &c) in counts.iter().enumerate() {
-            if filled < FREQUENT || c > top[FREQUENT - 1].0 {
-                let mut i = filled.min(FREQUENT - 1);
-                while i > 0 && top[i - 1].0 < c {
-                    top[i] = top[i - 1];
-                    i -= 1;
-                }
-                top[i] = (c, x as u8);
-                filled = (filled + 1).min(FREQUENT);
+            if c > counts[mode] {
+                mode = x;
             }
         }
-        let covered: usize = top.iter().map(|&(c, _)| c as usize).sum();
-        let top = top.map(|(_, x)| x);
-        let chosen = (4 * covered >= 3 * self.counted).then_some(top);
+        let first = mode
+            .saturating_sub(FREQUENT / 2 - 1)
+            .min(MAX_SYMBOLS - FREQUENT);
+        let covered: u32 = counts[first..first + FREQUENT].iter().sum();
+        let chosen = (4 * covered as usize >= 3 * self.counted).then_some(first as u8);
         self.frequent = Some(chosen);
         chosen
     }

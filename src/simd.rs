@@ -363,18 +363,25 @@ mod x86 {
             stats: &mut FrameStats,
             hash: Option<&mut H32>,
         ) {
+            let mut hash = hash;
+            let mut portable = |input: &[u8], x: &mut [u8], stats: &mut FrameStats| {
+                self.exponents::<B>(fields, input, x);
+                stats.add::<B>(fields, input, x);
+                if let Some(hash) = hash.as_deref_mut() {
+                    hash.update(input);
+                }
+            };
+            let n = x.len().min(input.len() / B);
+            // A frame's first elements choose the values the vector kernel counts.
+            let sample = kernels::SAMPLE.saturating_sub(stats.counted).min(n);
+            portable(&input[..B * sample], &mut x[..sample], stats);
+            let (input, x) = (&input[B * sample..B * n], &mut x[sample..n]);
             match stats.frequent() {
                 // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI/VBMI2.
-                Some(frequent) if self.avx512 && (B == 2 || B == 4) => unsafe {
-                    exponent_stats512::<B>(fields, input, x, &frequent, stats, hash)
+                Some(first) if self.avx512 && (B == 2 || B == 4) => unsafe {
+                    exponent_stats512::<B>(fields, input, x, first, stats, hash)
                 },
-                _ => {
-                    self.exponents::<B>(fields, input, x);
-                    stats.add::<B>(fields, input, x);
-                    if let Some(hash) = hash {
-                        hash.update(input);
-                    }
-                }
+                _ => portable(input, x, stats),
             }
         }
 
@@ -1515,7 +1522,7 @@ mod x86 {
         fields: &Fields,
         input: &[u8],
         x: &mut [u8],
-        frequent: &[u8; kernels::FREQUENT],
+        first: u8,
         stats: &mut FrameStats,
         mut hash: Option<&mut H32>,
     ) {
@@ -1536,7 +1543,12 @@ mod x86 {
         }
         let hashing = hash.is_some();
         let (m, e_mask) = (_mm_cvtsi32_si128(fields.m as i32), (1u32 << fields.e) - 1);
+        let frequent: [u8; kernels::FREQUENT] = core::array::from_fn(|i| first + i as u8);
         let targets = frequent.map(|v| _mm512_set1_epi8(v as i8));
+        let (first, run) = (
+            _mm512_set1_epi8(first as i8),
+            _mm512_set1_epi8(kernels::FREQUENT as i8),
+        );
         let mut counters = [_mm512_setzero_si512(); kernels::FREQUENT];
         let mut or = _mm512_setzero_si512();
         // Exponents that are none of `frequent`: at most `at` before block `at`.
@@ -1576,12 +1588,12 @@ mod x86 {
                 _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi)
             };
             _mm512_storeu_si512(xp.add(at).cast(), exps);
-            let mut matched: u64 = 0;
             for (counter, &target) in counters.iter_mut().zip(&targets) {
                 let hit = _mm512_cmpeq_epi8_mask(exps, target);
                 *counter = _mm512_mask_sub_epi8(*counter, hit, *counter, _mm512_set1_epi8(-1));
-                matched |= hit;
             }
+            // The frequent values are consecutive: one range compare finds them all.
+            let matched = _mm512_cmplt_epu8_mask(_mm512_sub_epi8(exps, first), run);
             // The others to a list, counted after the loop: a branch per block on whether any
             // are there would be mispredicted in most blocks.
             let rest = !matched;
@@ -1592,7 +1604,7 @@ mod x86 {
         for &v in &others[..listed] {
             stats.histogram[usize::from(v)] += 1;
         }
-        for (counter, &v) in counters.iter().zip(frequent) {
+        for (counter, v) in counters.iter().zip(frequent) {
             let sums = _mm512_sad_epu8(*counter, _mm512_setzero_si512());
             stats.histogram[usize::from(v)] += _mm512_reduce_add_epi64(sums) as u32;
         }
