@@ -156,20 +156,40 @@ pub fn bench(
     let aligned = copy_buffer.as_ptr().align_offset(64);
     let copy = &mut copy_buffer[aligned..aligned + input.len()];
     let mut stream = vec![0u8; max_encoded_size(&options, input.len()).context(|| "sizing")?];
-    let mut len = 0;
-    let memcpy = best_of(repeats, || {
-        copy.copy_from_slice(black_box(&input));
-        Ok(())
-    })?;
-    let encode_1 = best_of(repeats, || {
-        len = encode(&options, black_box(&input), &mut stream).context(|| "encoding")?;
-        Ok(())
-    })?;
+    // memcpy, encode and decode take turns, round after round (best of each): on a shared
+    // machine whose speed drifts, the three then see the same conditions.
+    let len = encode(&options, &input, &mut stream).context(|| "encoding")?;
     let stream = &stream[..len];
-    let decode_1 = best_of(repeats, || {
-        decode(black_box(stream), copy).context(|| "decoding")?;
-        Ok(())
-    })?;
+    let (mut memcpy, mut encode_1, mut decode_1) = (f64::INFINITY, f64::INFINITY, f64::INFINITY);
+    let mut encoded = vec![0u8; max_encoded_size(&options, input.len()).context(|| "sizing")?];
+    let mut encoded_len = 0;
+    for round in 0..=repeats {
+        let timed = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
+            let t = Instant::now();
+            f()?;
+            Ok(t.elapsed().as_secs_f64())
+        };
+        let m = timed(&mut || {
+            copy.copy_from_slice(black_box(&input));
+            Ok(())
+        })?;
+        let e = timed(&mut || {
+            encoded_len =
+                encode(&options, black_box(&input), &mut encoded).context(|| "encoding")?;
+            Ok(())
+        })?;
+        let d = timed(&mut || {
+            decode(black_box(stream), copy).context(|| "decoding")?;
+            Ok(())
+        })?;
+        // Round 0 warms up.
+        if round > 0 {
+            (memcpy, encode_1, decode_1) = (memcpy.min(m), encode_1.min(e), decode_1.min(d));
+        }
+    }
+    if &encoded[..encoded_len] != stream {
+        return Err("the encoder wrote different bytes on another run".into());
+    }
     if copy != input {
         return Err("decoded bytes differ from the input".into());
     }
