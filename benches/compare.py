@@ -1,33 +1,27 @@
 #!/usr/bin/env python3
 """compare.py -- enec next to memcpy, zstd and ZipNN on the same raw array, in one run.
 
-usage: python3 benches/compare.py CORPUS.bin bf16|fp16|fp32 [--reps 3] [--tools DIR]
+usage: python3 benches/compare.py CORPUS.bin bf16|fp16|fp32 [--reps 3] [--rounds 3] [--tools DIR]
 
 Runs `enec bench --json` (coding auto and groups; one thread and all cores) and
-../shared/tools/bench_codecs.py (memcpy, zstd -1/-3, ZipNN with threads=1) one after the other
-in this process's session, then prints one markdown table; each row's ratio to memcpy uses the
-memcpy measured in the same process (enec bench's own for the enec rows). MB/s are millions of uncompressed
+../shared/tools/bench_codecs.py (memcpy, zstd -1/-3, ZipNN with threads=1) one after the other,
+`--rounds` times taking turns, then prints one markdown table of medians over the rounds; each
+row's ratio to memcpy uses the memcpy measured in the same process (enec bench's own for the
+enec rows). MB/s are millions of uncompressed
 bytes per second. Needs: `cargo build --release --features cli`, and
 `pip install numpy zstandard zipnn` (zipnn pulls torch, several GB: not for CI).
 """
-import argparse, json, os, re, subprocess, sys
+import argparse, json, os, re, statistics, subprocess, sys
 
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.dirname(here)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('corpus')
-    ap.add_argument('dtype', choices=['bf16', 'fp16', 'fp32'])
-    ap.add_argument('--reps', type=int, default=3)
-    ap.add_argument('--tools', default=os.path.join(root, '..', 'shared', 'tools'))
-    a = ap.parse_args()
-    enec = os.path.join(root, 'target', 'release', 'enec')
-    if not os.path.exists(enec):
-        sys.exit('build the CLI first: cargo build --release --features cli')
-    # (name, ratio, compress MB/s, decompress MB/s, memcpy MB/s measured in the same process)
+def one_round(a, enec):
+    """One run of each tool: rows (name, ratio, compress MB/s, decompress MB/s, memcpy MB/s of the
+    row's own process) and the kernels enec used."""
     rows = []
+    kernels = ''
     for coding in ('auto', 'groups'):
         out = subprocess.run([enec, 'bench', a.corpus, '--dtype', a.dtype, '--coding', coding,
                               '--repeats', str(a.reps), '--json'], check=True, capture_output=True, text=True)
@@ -51,14 +45,39 @@ def main():
     memcpy = next((r[2] for r in python if r[0].startswith('memcpy')), None)
     rows += [(name if name != 'memcpy' else 'memcpy (in bench_codecs.py)', ratio, c, d, memcpy)
              for name, ratio, c, d in python]
-    print(f'### {os.path.basename(a.corpus)} ({a.dtype}), one run; enec kernels: {kernels}\n')
+    return rows, kernels
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('corpus')
+    ap.add_argument('dtype', choices=['bf16', 'fp16', 'fp32'])
+    ap.add_argument('--reps', type=int, default=3)
+    ap.add_argument('--rounds', type=int, default=3,
+                    help='runs of both tools, taking turns; the table gives medians over them')
+    ap.add_argument('--tools', default=os.path.join(root, '..', 'shared', 'tools'))
+    a = ap.parse_args()
+    enec = os.path.join(root, 'target', 'release', 'enec')
+    if not os.path.exists(enec):
+        sys.exit('build the CLI first: cargo build --release --features cli')
+    rounds = []
+    for _ in range(a.rounds):
+        rows, kernels = one_round(a, enec)
+        rounds.append(rows)
+    print(f'### {os.path.basename(a.corpus)} ({a.dtype}), median of {a.rounds} rounds; '
+          f'enec kernels: {kernels}\n')
     print('| codec | ratio | compress MB/s | decompress MB/s | compress / memcpy | decompress / memcpy |')
     print('|---|---|---|---|---|---|')
-    for name, ratio, c, d, ref in rows:
-        rel = lambda v: f'{v / ref:.3f}' if ref and v else ''
-        print(f'| {name} | {ratio:.4f} | {c:,.0f} | {d:,.0f} | {rel(c)} | {rel(d)} |')
-    print('\nThe ratios to memcpy use the memcpy measured in the same process as the row (enec bench '
-          'for enec, bench_codecs.py for the others).')
+    for i, (name, ratio, _, _, _) in enumerate(rounds[0]):
+        runs = [r[i] for r in rounds]
+        med = lambda f: statistics.median(f(r) for r in runs)
+        c, d = med(lambda r: r[2]), med(lambda r: r[3])
+        rel = lambda k: f'{med(lambda r: r[k] / r[4]):.3f}' if all(r[4] and r[k] for r in runs) else ''
+        print(f'| {name} | {ratio:.4f} | {c:,.0f} | {d:,.0f} | {rel(2)} | {rel(3)} |')
+    print('\nEach figure is the median over the rounds (the tools take turns, one round after the '
+          'other); the ratios to memcpy are medians of per-round ratios, each using the memcpy '
+          'measured in the same process as the row (enec bench for enec, bench_codecs.py for the '
+          'others).')
 
 
 if __name__ == '__main__':
