@@ -9,8 +9,10 @@
 //! in 512-bit registers with mask registers: the decoder's level-0 step in one pass
 //! ([`Isa::ranked_chunk`]: codes from the plane, escapes by compare, `vpexpandb` from the queue of
 //! deeper exponents, merge, store, checksum), the encoder's statistics pass
-//! ([`Isa::exponent_stats`]: exponents, histogram by byte counters, mantissa OR, checksum), and
-//! compress/expand (`vpcompressb`/`vpexpandb`), escape masks and lookups. Every method computes
+//! ([`Isa::exponent_stats`]: exponents, histogram by byte counters, mantissa OR, checksum), the
+//! encoder's level codes ([`Isa::level_codes`]: a 256-entry table looked up by `vpermt2b`),
+//! compress/expand (`vpcompressb`/`vpexpandb`), escape masks, lookups and the groups search's
+//! counts. Every method computes
 //! exactly what its portable twin does; `tests/dispatch.rs` and the unit tests below compare them.
 #![allow(unsafe_code)]
 
@@ -1512,9 +1514,10 @@ mod x86 {
 
     /// [`Isa::exponent_stats`] in one pass per 64 elements: the exponents by shift, mask and
     /// narrowing; the mantissa OR in a register; the histogram by byte counters, one per
-    /// `frequent` exponent, bumped under compare masks (emptied into the histogram at the end,
-    /// before they can wrap: at most [`kernels::CHUNK`] / 64 = 16 bumps), and the elements that
-    /// match none counted one by one. The last elements short of 64 take the portable path.
+    /// exponent of `first..first + FREQUENT` ([`FrameStats::frequent`]), bumped under compare
+    /// masks (emptied into the histogram at the end, before they can wrap: at most
+    /// [`kernels::CHUNK`] / 64 = 16 bumps), and the other exponents listed by `vpcompressb` and
+    /// counted one by one after the loop. The last elements short of 64 take the portable path.
     #[target_feature(
         enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
     )]
