@@ -236,9 +236,11 @@ fn choose_groups_params<I: Isa>(
         flagged: 0,
     });
     let fixed = size_of(&no_groups);
-    let low_plane = |low: u32| fixed + Plane::bytes(low, GROUP_LEN * groups as usize);
-    // The widest low plane that may still beat `beat` (with flagged groups: `m < n <= E`).
-    let widest = (0..e).take_while(|&low| low_plane(low) < beat).last();
+    // The low widths that may still beat `beat` with flagged groups (`m < n <= E`), and the
+    // widest of them. Not a prefix of the widths: padding can make a wider plane smaller (a
+    // 3-bit plane is two padded sub-planes, a 4-bit one is one).
+    let counted = |low: u32| fixed + Plane::bytes(low, GROUP_LEN * groups as usize) < beat;
+    let widest = (0..e).filter(|&low| counted(low)).last();
     let unflagged = match widest {
         Some(widest) => isa.groups_unflagged(ranges, first, candidates, widest),
         None => [[0; 9]; GROUPS_BASES],
@@ -248,8 +250,8 @@ fn choose_groups_params<I: Isa>(
         let base = first + c as u32;
         let width = groups_width(base, lo, hi, e);
         for low in 0..=width {
-            if low < width && widest.is_none_or(|w| low > w) {
-                // Not counted: its low plane alone costs at least `beat`.
+            if low < width && !counted(low) {
+                // Its low plane alone costs at least `beat`.
                 continue;
             }
             let flagged = if low == width {
