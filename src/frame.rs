@@ -240,7 +240,7 @@ fn choose_groups_params<I: Isa>(
     // widest of them. Not a prefix of the widths: padding can make a wider plane smaller (a
     // 3-bit plane is two padded sub-planes, a 4-bit one is one).
     let counted = |low: u32| fixed + Plane::bytes(low, GROUP_LEN * groups as usize) < beat;
-    let widest = (0..e).filter(|&low| counted(low)).last();
+    let widest = (0..e).rev().find(|&low| counted(low));
     let unflagged = match widest {
         Some(widest) => isa.groups_unflagged(ranges, first, candidates, widest),
         None => [[0; 9]; GROUPS_BASES],
