@@ -376,7 +376,13 @@ mod x86 {
             let n = x.len().min(input.len() / B);
             // A frame's first elements choose the values the vector kernel counts.
             let sample = kernels::SAMPLE.saturating_sub(stats.counted).min(n);
-            portable(&input[..B * sample], &mut x[..sample], stats);
+            if sample > 0 {
+                portable(&input[..B * sample], &mut x[..sample], stats);
+            }
+            // (A frame shorter than the sample is done: its hash takes no more pieces.)
+            if sample == n {
+                return;
+            }
             let (input, x) = (&input[B * sample..B * n], &mut x[sample..n]);
             match stats.frequent() {
                 // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI/VBMI2.
