@@ -636,6 +636,8 @@ pub struct FrameStats {
     pub elements: usize,
     /// Three more histograms, summed into `histogram` by `finish`.
     parts: [[u32; MAX_SYMBOLS]; 3],
+    /// Whether `parts` holds any count.
+    parts_used: bool,
     /// Elements added so far.
     pub(crate) counted: usize,
     /// See [`FrameStats::frequent`]: not chosen yet, or chosen (and maybe none).
@@ -657,6 +659,7 @@ impl FrameStats {
             mantissa_or: 0,
             elements,
             parts: [[0; MAX_SYMBOLS]; 3],
+            parts_used: false,
             counted: 0,
             frequent: None,
         }
@@ -675,9 +678,11 @@ impl FrameStats {
             return None;
         }
         let mut counts = self.histogram;
-        for part in &self.parts {
-            for (c, &p) in counts.iter_mut().zip(part) {
-                *c += p;
+        if self.parts_used {
+            for part in &self.parts {
+                for (c, &p) in counts.iter_mut().zip(part) {
+                    *c += p;
+                }
             }
         }
         let mut mode = 0;
@@ -701,15 +706,19 @@ impl FrameStats {
     pub fn add<const B: usize>(&mut self, fields: &Fields, input: &[u8], x: &[u8]) {
         // Four histograms, element i counted in the `i % 4`-th: runs of one exponent (the mode
         // is a third of a frame) would otherwise wait on the previous increment of one counter.
+        // Short runs (the vector kernels' first and last few) go to the first alone, so that
+        // frames counted by those need no merging.
+        let short = x.len() <= SAMPLE;
+        self.parts_used |= !short;
         let [p1, p2, p3] = &mut self.parts;
-        let mut fours = x.chunks_exact(4);
-        for four in &mut fours {
+        let split = if short { 0 } else { x.len() / 4 * 4 };
+        for four in x[..split].chunks_exact(4) {
             self.histogram[usize::from(four[0])] += 1;
             p1[usize::from(four[1])] += 1;
             p2[usize::from(four[2])] += 1;
             p3[usize::from(four[3])] += 1;
         }
-        for &x in fours.remainder() {
+        for &x in &x[split..] {
             self.histogram[usize::from(x)] += 1;
         }
         let or = input.chunks_exact(B).fold(0, |or, e| or | load::<B>(e, 0));
@@ -719,6 +728,9 @@ impl FrameStats {
 
     /// Completes the histogram after the last [`FrameStats::add`].
     pub fn finish(&mut self) {
+        if !core::mem::take(&mut self.parts_used) {
+            return;
+        }
         for part in &mut self.parts {
             for (h, c) in self.histogram.iter_mut().zip(part.iter_mut()) {
                 *h += core::mem::take(c);
