@@ -1699,10 +1699,10 @@ mod x86 {
                 isa, fields, frame, plane, residual, start, table, escape, deeper, out, hash,
             )
         };
-        // One run of words per sub-plane of both planes, and 32 readable queue bytes past every
+        // One run of words per sub-plane of both planes, and 64 readable queue bytes past every
         // exponent a block can start at (`k <= deeper.count` before each block).
         let fits = blocks > 0
-            && deeper.values.len() >= deeper.count + 32
+            && deeper.values.len() >= deeper.count + 64
             && hash
                 .as_ref()
                 .is_none_or(|h| h.len.is_multiple_of(checksum::BLOCK));
@@ -1736,8 +1736,14 @@ mod x86 {
             _mm_cvtsi32_si128(fields.k as i32),
         );
         let live_mask = (1u32 << live) - 1;
-        let lut = _mm256_broadcastsi128_si256(_mm_loadu_si128(table.as_ptr().cast()));
-        let escapes = _mm256_set1_epi8(escape as i8);
+        let lut = _mm512_broadcast_i32x4(_mm_loadu_si128(table.as_ptr().cast()));
+        let escapes = _mm512_set1_epi8(escape as i8);
+        // Byte 2i of two registers of 16-bit codes: the 64 codes of a block as bytes.
+        let mut low_bytes = [0u8; 64];
+        for (i, b) in low_bytes.iter_mut().enumerate() {
+            *b = 2 * i as u8;
+        }
+        let low_bytes = _mm512_loadu_si512(low_bytes.as_ptr().cast());
         let (fp, op, dp) = (frame.as_ptr(), out.as_mut_ptr(), deeper.values.as_ptr());
         // The h32 lanes: 0..16 hash the first 64 bytes of each 128-byte block, 16..32 the rest.
         let mut acc = [_mm512_setzero_si512(); 2];
@@ -1750,20 +1756,30 @@ mod x86 {
         let streaming = streaming && (op as usize).is_multiple_of(64);
         let mut k = 0;
         for block in (0..blocks).step_by(64) {
+            // SAFETY: `block + 64 <= blocks`; the words of both planes for `start + (0..blocks)`
+            // were checked by `residual_words`; `k <= deeper.count` (checked after every block),
+            // so `k + 64 <= deeper.values.len()`.
+            let (first, second) = (
+                fields32(fp, code_subs, block),
+                fields32(fp, code_subs, block + 32),
+            );
+            let c = _mm512_permutex2var_epi8(first, low_bytes, second);
+            let bits = _mm512_cmpeq_epi8_mask(c, escapes);
+            let values = _mm512_loadu_si512(dp.add(k).cast());
+            let exponents = _mm512_mask_expand_epi8(_mm512_shuffle_epi8(lut, c), bits, values);
+            k += bits.count_ones() as usize;
+            if k > deeper.count {
+                return None;
+            }
             // Two steps of 32: the first hashes into lanes 0..16, the second into 16..32 (B = 2).
             for half in 0..2 {
                 let at = block + 32 * half;
-                // SAFETY: `at + 32 <= blocks`; the words of both planes for `start + (0..blocks)`
-                // were checked by `residual_words`; `k <= deeper.count` (checked after every step),
-                // so `k + 32 <= deeper.values.len()`; the output `B * (at..at + 32)` is in `out`.
-                let c = _mm512_cvtepi16_epi8(fields32(fp, code_subs, at));
-                let bits = _mm256_cmpeq_epi8_mask(c, escapes);
-                let values = _mm256_loadu_si256(dp.add(k).cast());
-                let x = _mm256_mask_expand_epi8(_mm256_shuffle_epi8(lut, c), bits, values);
-                k += bits.count_ones() as usize;
-                if k > deeper.count {
-                    return None;
-                }
+                // SAFETY: the output `B * (at..at + 32)` is in `out`.
+                let x = if half == 0 {
+                    _mm512_castsi512_si256(exponents)
+                } else {
+                    _mm512_extracti64x4_epi64::<1>(exponents)
+                };
                 if B == 2 {
                     let r = fields32(fp, residual_subs, at);
                     let sign = _mm512_sll_epi16(_mm512_srl_epi16(r, live_c), sign_c);
