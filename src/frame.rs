@@ -207,9 +207,10 @@ fn choose_ranked_params(
     )
 }
 
-/// The first smallest groups candidate (FORMAT.md 7.3) among those smaller than `beat`, or
-/// stored at `usize::MAX` when there is none. A candidate costs at least the frame without its
-/// high plane, so low widths whose low plane alone reaches `beat` are not counted at all.
+/// The first smallest groups candidate (FORMAT.md 7.3) when it is smaller than `beat` (the size
+/// it must undercut to be chosen); otherwise a candidate of at least `beat`, or stored at
+/// `usize::MAX`. A candidate costs at least the frame without its high plane, so low widths
+/// whose low plane alone reaches `beat` are not counted at all.
 #[inline(always)]
 fn choose_groups_params<I: Isa>(
     isa: I,
