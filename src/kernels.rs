@@ -666,10 +666,10 @@ impl FrameStats {
     }
 
     /// The first of [`FREQUENT`] consecutive exponent values around the most frequent one so
-    /// far (from 5 below it), chosen once [`SAMPLE`] elements were added, when they cover at least 3/4 of them
-    /// (typical of weights, whose exponents crowd a few neighbouring values); else None. Vector
-    /// kernels count these by compares and the others one by one; any choice gives the same
-    /// histogram.
+    /// far (from 5 below it), chosen once [`SAMPLE`] elements were added, when they cover at
+    /// least 3/4 of them (typical of weights, whose exponents crowd a few neighbouring values);
+    /// else None. Vector kernels count these by compares and the others one by one; any choice
+    /// gives the same histogram.
     pub fn frequent(&mut self) -> Option<u8> {
         if let Some(chosen) = self.frequent {
             return chosen;

@@ -5,8 +5,8 @@
 //! run). [`Avx2`] overrides them with `std::arch` versions of the same functions: byte shuffles
 //! for the symbol lookup and for the escape expansion (a 256-entry table of shuffle patterns and
 //! a popcount per 8 lanes, no `pdep`), whole-register unpacking of the planes, and 16-bit lanes for
-//! the merge of 2-byte elements. Where the CPU has AVX-512 (F/BW/VL/VBMI/VBMI2) the hottest ones run
-//! in 512-bit registers with mask registers: the decoder's level-0 step in one pass
+//! the merge of 2-byte elements. Where the CPU has AVX-512 (F/BW/VL/VBMI/VBMI2) the hottest ones
+//! run in 512-bit registers with mask registers: the decoder's level-0 step in one pass
 //! ([`Isa::ranked_chunk`]: codes from the plane, escapes by compare, `vpexpandb` from the queue of
 //! deeper exponents, merge, store, checksum), the encoder's statistics pass
 //! ([`Isa::exponent_stats`]: exponents, histogram by byte counters, mantissa OR, checksum), the
@@ -366,18 +366,12 @@ mod x86 {
             hash: Option<&mut H32>,
         ) {
             let mut hash = hash;
-            let mut portable = |input: &[u8], x: &mut [u8], stats: &mut FrameStats| {
-                self.exponents::<B>(fields, input, x);
-                stats.add::<B>(fields, input, x);
-                if let Some(hash) = hash.as_deref_mut() {
-                    hash.update(input);
-                }
-            };
             let n = x.len().min(input.len() / B);
             // A frame's first elements choose the values the vector kernel counts.
             let sample = kernels::SAMPLE.saturating_sub(stats.counted).min(n);
             if sample > 0 {
-                portable(&input[..B * sample], &mut x[..sample], stats);
+                let (input, x) = (&input[..B * sample], &mut x[..sample]);
+                Portable.exponent_stats::<B>(fields, input, x, stats, hash.as_deref_mut());
             }
             // (A frame shorter than the sample is done: its hash takes no more pieces.)
             if sample == n {
@@ -389,7 +383,7 @@ mod x86 {
                 Some(first) if self.avx512 && (B == 2 || B == 4) => unsafe {
                     exponent_stats512::<B>(fields, input, x, first, stats, hash)
                 },
-                _ => portable(input, x, stats),
+                _ => Portable.exponent_stats::<B>(fields, input, x, stats, hash),
             }
         }
 
@@ -989,6 +983,18 @@ mod x86 {
         kernels::split_load::<2, u16>(fields, &input[2 * q..2 * n], &mut x[q..n], &mut r[q..n]);
     }
 
+    /// `vpermt2b` indices that gather the low bytes of the 16-bit lanes of two registers (byte
+    /// `2i` of their concatenation into byte `i`).
+    static LOW_BYTES: [u8; 64] = {
+        let mut index = [0u8; 64];
+        let mut i = 0;
+        while i < 64 {
+            index[i] = 2 * i as u8;
+            i += 1;
+        }
+        index
+    };
+
     /// [`split16`], 64 elements per step: the exponents' low bytes of two registers gathered
     /// by one `vpermt2b`.
     #[target_feature(
@@ -1005,12 +1011,7 @@ mod x86 {
         );
         let sign_at = _mm_cvtsi32_si128((fields.e + fields.m) as i32);
         let live = _mm_cvtsi32_si128((fields.m - fields.k) as i32);
-        let low_bytes = _mm512_set_epi8(
-            126, 124, 122, 120, 118, 116, 114, 112, 110, 108, 106, 104, 102, 100, 98, 96, 94, 92,
-            90, 88, 86, 84, 82, 80, 78, 76, 74, 72, 70, 68, 66, 64, 62, 60, 58, 56, 54, 52, 50, 48,
-            46, 44, 42, 40, 38, 36, 34, 32, 30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2,
-            0,
-        );
+        let low_bytes = _mm512_loadu_si512(LOW_BYTES.as_ptr().cast());
         let rb: &mut [u8] = bytemuck::cast_slice_mut(&mut r[..n]);
         let steps = input[..2 * n]
             .chunks_exact(128)
@@ -1634,11 +1635,7 @@ mod x86 {
         }
         if blocks < n {
             let (input, x) = (&input[B * blocks..B * n], &mut x[blocks..n]);
-            kernels::exponents::<B>(fields, input, x);
-            stats.add::<B>(fields, input, x);
-            if let Some(h) = hash {
-                h.update(input);
-            }
+            Portable.exponent_stats::<B>(fields, input, x, stats, hash);
         }
     }
 
@@ -1738,12 +1735,8 @@ mod x86 {
         let live_mask = (1u32 << live) - 1;
         let lut = _mm512_broadcast_i32x4(_mm_loadu_si128(table.as_ptr().cast()));
         let escapes = _mm512_set1_epi8(escape as i8);
-        // Byte 2i of two registers of 16-bit codes: the 64 codes of a block as bytes.
-        let mut low_bytes = [0u8; 64];
-        for (i, b) in low_bytes.iter_mut().enumerate() {
-            *b = 2 * i as u8;
-        }
-        let low_bytes = _mm512_loadu_si512(low_bytes.as_ptr().cast());
+        // The 64 codes of a block as bytes, from two registers of 16-bit codes.
+        let low_bytes = _mm512_loadu_si512(LOW_BYTES.as_ptr().cast());
         let (fp, op, dp) = (frame.as_ptr(), out.as_mut_ptr(), deeper.values.as_ptr());
         // The h32 lanes: 0..16 hash the first 64 bytes of each 128-byte block, 16..32 the rest.
         let mut acc = [_mm512_setzero_si512(); 2];
