@@ -632,7 +632,7 @@ fn read_ranked<const B: usize, L: Lane, I: Isa>(
         let len = CHUNK.min(elements - start);
         isa.prefetch(share(ahead, start, len, elements));
         escaped.refill(isa, frame, layout, levels, &luts, &escapes)?;
-        let pending = escaped.pending();
+        let pending = escaped.pending(0);
         let taken = isa
             .ranked_chunk::<B, L>(
                 fields,
@@ -649,10 +649,10 @@ fn read_ranked<const B: usize, L: Lane, I: Isa>(
             )
             .filter(|&taken| taken <= pending.count)
             .ok_or("more escapes than entries in the next level")?;
-        escaped.head += taken;
+        escaped.heads[0] += taken;
     }
     let planes = &layout.planes[1..=levels];
-    if escaped.head != escaped.tail
+    if !escaped.drained()
         || escaped.next[1..=levels]
             .iter()
             .zip(planes)
@@ -663,24 +663,18 @@ fn read_ranked<const B: usize, L: Lane, I: Isa>(
     Ok(())
 }
 
-/// The exponents of the elements that escape level 1 (plane 0), in element order, for the
-/// level-0 step to take: the deeper levels are decoded a chunk of plane-1 entries at a time,
-/// ahead of the elements that need them, so the level-0 step can unpack its codes, find its
-/// escapes and place their exponents in one pass.
+/// Per code level, the exponents of its escaped entries in order, decoded ahead of the entries
+/// that need them: queue `j` holds those of plane `j`'s escapes, filled from plane `j + 1` (the
+/// exponent plane for the last code level, else a code plane whose own escapes take from queue
+/// `j + 1`). The level-0 step takes from queue 0, so it can unpack its codes, find its escapes
+/// and place their exponents in one pass; each deeper level is one such pass too.
 struct Escaped {
-    /// Decoded exponents `queue[head..tail]`, then [`ESCAPED_SLACK`] readable bytes.
-    queue: [u8; 2 * CHUNK + ESCAPED_SLACK],
-    head: usize,
-    tail: usize,
+    /// Queue `j`: `queues[j][heads[j]..tails[j]]`, then [`ESCAPED_SLACK`] readable bytes.
+    queues: [[u8; 2 * CHUNK + ESCAPED_SLACK]; MAX_LEVELS],
+    heads: [usize; MAX_LEVELS],
+    tails: [usize; MAX_LEVELS],
     /// Next unread entry of each plane (plane 0, element order, is the level-0 step's).
     next: [usize; MAX_LEVELS + 1],
-    /// A chunk's codes of levels `1..=L` (at `level - 1`), which of them escaped (levels
-    /// `1..L`, at `level - 1`), and the exponents of the levels between the first and the last
-    /// (at `level - 2`; level 1's go straight to the queue). Kept across refills so they are
-    /// zeroed once per frame.
-    codes: [[u8; CHUNK + SLACK]; MAX_LEVELS],
-    masks: [[u64; CHUNK / 64]; MAX_LEVELS - 1],
-    exps: [[u8; CHUNK + SLACK]; MAX_LEVELS - 2],
 }
 
 /// Readable bytes after the last queued exponent: vector steps load 64 at a time.
@@ -689,26 +683,29 @@ const ESCAPED_SLACK: usize = 64;
 impl Escaped {
     fn new() -> Escaped {
         Escaped {
-            queue: [0; 2 * CHUNK + ESCAPED_SLACK],
-            head: 0,
-            tail: 0,
+            queues: [[0; 2 * CHUNK + ESCAPED_SLACK]; MAX_LEVELS],
+            heads: [0; MAX_LEVELS],
+            tails: [0; MAX_LEVELS],
             next: [0; MAX_LEVELS + 1],
-            codes: [[0; CHUNK + SLACK]; MAX_LEVELS],
-            masks: [[0; CHUNK / 64]; MAX_LEVELS - 1],
-            exps: [[0; CHUNK + SLACK]; MAX_LEVELS - 2],
         }
     }
 
-    /// The queued exponents and the slack after them.
-    fn pending(&self) -> Escapes<'_> {
+    /// Queue `level`'s exponents and the slack after them.
+    fn pending(&self, level: usize) -> Escapes<'_> {
         Escapes {
-            values: &self.queue[self.head..],
-            count: self.tail - self.head,
+            values: &self.queues[level][self.heads[level]..],
+            count: self.tails[level] - self.heads[level],
         }
     }
 
-    /// Queues at least [`CHUNK`] exponents (the most one chunk of elements can take), or all that
-    /// plane 1 has left.
+    /// Whether every queue was taken to its end.
+    fn drained(&self) -> bool {
+        self.heads == self.tails
+    }
+
+    /// Tops every queue up to at least [`CHUNK`] exponents (the most one chunk of entries can
+    /// take), or all that its plane has left; the deepest first, since each takes from the one
+    /// below it.
     #[inline(always)]
     fn refill<I: Isa>(
         &mut self,
@@ -719,69 +716,36 @@ impl Escaped {
         luts: &[[u8; MAX_SYMBOLS]; MAX_LEVELS],
         escapes: &[u8; MAX_LEVELS],
     ) -> core::result::Result<(), &'static str> {
-        let left = layout.planes[1].count - self.next[1].min(layout.planes[1].count);
-        if self.tail - self.head >= CHUNK || left == 0 {
-            return Ok(());
-        }
-        self.queue.copy_within(self.head..self.tail, 0);
-        self.tail -= self.head;
-        self.head = 0;
-        let n = CHUNK.min(left);
-        let Escaped {
-            queue,
-            next,
-            codes,
-            exps,
-            masks,
-            ..
-        } = self;
-        let queued = &mut queue[self.tail..self.tail + n];
-        // Top-down: each level's escapes say how many entries the next level supplies.
-        let mut counts = [0usize; MAX_LEVELS + 1];
-        counts[1] = n;
-        for level in 1..=levels {
-            let plane = &layout.planes[level];
-            let n = counts[level];
-            if next[level] + n > plane.count {
-                return Err("more escapes than entries in the next level");
-            }
-            let codes = &mut codes[level - 1][..n];
-            isa.unpack(frame, plane, next[level], codes);
-            next[level] += n;
-            if level == levels || n == 0 {
-                break;
-            }
-            let exps = if level == 1 {
-                &mut queued[..]
-            } else {
-                &mut exps[level - 2][..n]
-            };
-            isa.lookup(codes, &luts[level], usize::from(escapes[level]), exps);
-            counts[level + 1] = isa.escape_masks(codes, escapes[level], &mut masks[level - 1]);
-        }
-        // Bottom-up: the exponent level's values fill the last level's escapes, and so on.
-        if levels == 1 {
-            queued.copy_from_slice(&codes[0][..n]);
-        }
-        for level in (1..levels).rev() {
-            if counts[level + 1] == 0 {
+        for level in (0..levels).rev() {
+            let (plane, start) = (&layout.planes[level + 1], self.next[level + 1]);
+            let (head, tail) = (self.heads[level], self.tails[level]);
+            let left = plane.count - start.min(plane.count);
+            if tail - head >= CHUNK || left == 0 {
                 continue;
             }
-            // The values: the exponent level's raw codes, or the next level's exponents.
-            let (upper, lower) = exps.split_at_mut(level.saturating_sub(1));
-            let values = if level + 1 == levels {
-                &codes[levels - 1][..]
+            let n = CHUNK.min(left);
+            let (upper, lower) = self.queues.split_at_mut(level + 1);
+            let queue = &mut upper[level];
+            queue.copy_within(head..tail, 0);
+            let queued = &mut queue[tail - head..tail - head + n];
+            if level + 1 == levels {
+                // The exponent plane: the exponents themselves.
+                isa.unpack(frame, plane, start, queued);
             } else {
-                &lower[0][..]
-            };
-            let exps = if level == 1 {
-                &mut queued[..]
-            } else {
-                &mut upper[level - 2][..counts[level]]
-            };
-            isa.expand(&masks[level - 1], values, exps);
+                let deeper = Escapes {
+                    values: &lower[0][self.heads[level + 1]..],
+                    count: self.tails[level + 1] - self.heads[level + 1],
+                };
+                let (table, escape) = (&luts[level + 1], escapes[level + 1]);
+                let taken = isa
+                    .level_chunk(frame, plane, start, table, escape, deeper, queued)
+                    .filter(|&taken| taken <= deeper.count)
+                    .ok_or("more escapes than entries in the next level")?;
+                self.heads[level + 1] += taken;
+            }
+            self.next[level + 1] += n;
+            (self.heads[level], self.tails[level]) = (0, tail - head + n);
         }
-        self.tail += n;
         Ok(())
     }
 }

@@ -201,6 +201,26 @@ pub(crate) trait Isa: Copy {
             self, fields, frame, plane, residual, start, table, escape, deeper, out, hash,
         )
     }
+
+    /// A deeper level's step, for the ranked decoder's queues: the exponents of the `out.len()`
+    /// entries from `start` of a code plane (at most [`kernels::CHUNK`]), the unescaped ones
+    /// looked up in `table` (`escape` entries), the escaped ones given the next exponents of
+    /// `deeper` in order. Returns how many exponents it took, or None when the codes escape more
+    /// entries than `deeper` holds.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn level_chunk(
+        self,
+        frame: &[u8],
+        plane: &Plane,
+        start: usize,
+        table: &[u8; MAX_SYMBOLS],
+        escape: u8,
+        deeper: Escapes<'_>,
+        out: &mut [u8],
+    ) -> Option<usize> {
+        level_chunk_steps(self, frame, plane, start, table, escape, deeper, out)
+    }
 }
 
 /// Exponents queued for the escaped elements of the next chunks: `values[..count]`, then readable
@@ -271,6 +291,35 @@ pub(crate) fn ranked_chunk_steps<const B: usize, L: Lane, I: Isa>(
     );
     if let Some(hash) = hash {
         hash.update(out);
+    }
+    Some(escaped)
+}
+
+/// [`Isa::level_chunk`] from the separate kernels: unpack the codes, find the escapes, look the
+/// others up and expand the deeper exponents into the escaped entries.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn level_chunk_steps<I: Isa>(
+    isa: I,
+    frame: &[u8],
+    plane: &Plane,
+    start: usize,
+    table: &[u8; MAX_SYMBOLS],
+    escape: u8,
+    deeper: Escapes<'_>,
+    out: &mut [u8],
+) -> Option<usize> {
+    let n = out.len().min(kernels::CHUNK);
+    let (mut codes, mut masks) = ([0u8; kernels::CHUNK], [0u64; kernels::CHUNK / 64]);
+    let (codes, out) = (&mut codes[..n], &mut out[..n]);
+    isa.unpack(frame, plane, start, codes);
+    let escaped = isa.escape_masks(codes, escape, &mut masks);
+    if escaped > deeper.count {
+        return None;
+    }
+    isa.lookup(codes, table, usize::from(escape), out);
+    if escaped > 0 {
+        isa.expand(&masks, deeper.values, out);
     }
     Some(escaped)
 }
@@ -550,6 +599,25 @@ mod x86 {
                 _ => ranked_chunk_steps::<B, L, Self>(
                     self, fields, frame, plane, residual, start, table, escape, deeper, out, hash,
                 ),
+            }
+        }
+
+        #[inline(always)]
+        fn level_chunk(
+            self,
+            frame: &[u8],
+            plane: &Plane,
+            start: usize,
+            table: &[u8; MAX_SYMBOLS],
+            escape: u8,
+            deeper: Escapes<'_>,
+            out: &mut [u8],
+        ) -> Option<usize> {
+            if self.avx512 && escape < 16 {
+                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI/VBMI2.
+                unsafe { level_chunk512(self, frame, plane, start, table, escape, deeper, out) }
+            } else {
+                level_chunk_steps(self, frame, plane, start, table, escape, deeper, out)
             }
         }
 
@@ -1830,6 +1898,84 @@ mod x86 {
         Some(k + taken)
     }
 
+    /// [`Isa::level_chunk`] 64 codes per step, as the level-0 step of [`ranked_chunk512`]
+    /// without the residuals: the codes from the plane's words, one compare for the escapes,
+    /// `vpshufb` for the others, `vpexpandb` for the deeper exponents. Planes whose entries do
+    /// not lie in one run of words, and the last codes short of 64, take the separate steps.
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
+    )]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn level_chunk512(
+        isa: Avx2,
+        frame: &[u8],
+        plane: &Plane,
+        start: usize,
+        table: &[u8; MAX_SYMBOLS],
+        escape: u8,
+        deeper: Escapes<'_>,
+        out: &mut [u8],
+    ) -> Option<usize> {
+        let n = out.len().min(kernels::CHUNK);
+        let blocks = n / 64 * 64;
+        // 64 readable queue bytes past every exponent a block can start at.
+        let fits = blocks > 0 && deeper.values.len() >= deeper.count + 64;
+        let words = residual_words(frame, plane, start, blocks);
+        let (true, Some(words)) = (fits, words) else {
+            return level_chunk_steps(isa, frame, plane, start, table, escape, deeper, out);
+        };
+        let subs = words.map(|(offset, take, place, mask)| {
+            (
+                offset,
+                _mm_cvtsi32_si128(take as i32),
+                _mm_cvtsi32_si128(place as i32),
+                mask,
+            )
+        });
+        let subs = &subs[..plane.len];
+        let lut = _mm512_broadcast_i32x4(_mm_loadu_si128(table.as_ptr().cast()));
+        let escapes = _mm512_set1_epi8(escape as i8);
+        let low_bytes = _mm512_loadu_si512(LOW_BYTES.as_ptr().cast());
+        let (fp, dp) = (frame.as_ptr(), deeper.values.as_ptr());
+        let mut k = 0;
+        for block in (0..blocks).step_by(64) {
+            // SAFETY: `block + 64 <= blocks <= out.len()`; the plane's words for
+            // `start + (0..blocks)` were checked by `residual_words`; `k <= deeper.count`
+            // (checked after every block), so `k + 64 <= deeper.values.len()`.
+            let c = _mm512_permutex2var_epi8(
+                fields32(fp, subs, block),
+                low_bytes,
+                fields32(fp, subs, block + 32),
+            );
+            let bits = _mm512_cmpeq_epi8_mask(c, escapes);
+            let values = _mm512_loadu_si512(dp.add(k).cast());
+            let exponents = _mm512_mask_expand_epi8(_mm512_shuffle_epi8(lut, c), bits, values);
+            _mm512_storeu_si512(out.as_mut_ptr().add(block).cast(), exponents);
+            k += bits.count_ones() as usize;
+            if k > deeper.count {
+                return None;
+            }
+        }
+        if blocks == n {
+            return Some(k);
+        }
+        let rest = Escapes {
+            values: &deeper.values[k..],
+            count: deeper.count - k,
+        };
+        let taken = level_chunk_steps(
+            isa,
+            frame,
+            plane,
+            start + blocks,
+            table,
+            escape,
+            rest,
+            &mut out[blocks..n],
+        )?;
+        Some(k + taken)
+    }
+
     /// Where the residual fields of values `start..start + n` are, when every sub-plane holds
     /// them in one run of words inside `frame`: per sub-plane, the byte offset of the first word,
     /// the bit to take the field from, the bit to place it at, and the field mask.
@@ -2321,6 +2467,94 @@ mod tests {
             let what = format!("{dtype:?} count {count} start {start} width {width}");
             for isa in [detected, detected.without_avx512()] {
                 let got = run(&with(isa));
+                assert_eq!(got.0, expected.0, "taken: {what}");
+                if expected.0.is_some() {
+                    assert_eq!(got, expected, "{what}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn level_chunk_agrees() {
+        let Some(detected) = avx2() else { return };
+        let mut rng = Rng(11);
+        for case in 0..cases(600) {
+            // Plane lengths of a whole frame's escapes (one run of words per chunk) and any.
+            let count = if rng.below(3) == 0 {
+                1 + rng.below(5000)
+            } else {
+                1024 << rng.below(5)
+            };
+            let width = 1 + rng.below(if case % 5 == 0 { 6 } else { 4 }) as u32;
+            let escape = ((1u32 << width) - 1) as u8;
+            let (frame, plane, codes) = {
+                let plane = Plane::at(64, width, count);
+                let mut frame = std::vec![0u8; plane.end() + 64];
+                let mut w = PlaneWriter::new(plane);
+                let mut codes = std::vec::Vec::new();
+                for _ in 0..count {
+                    let code = if rng.below(4) == 0 {
+                        u32::from(escape)
+                    } else {
+                        rng.below(usize::from(escape) + 1) as u32
+                    };
+                    w.push(&mut frame, code);
+                    codes.push(code as u8);
+                }
+                (frame, plane, codes)
+            };
+            let start = if rng.below(4) == 0 {
+                rng.below(count)
+            } else {
+                rng.below(count.div_ceil(CHUNK)) * CHUNK
+            };
+            let len = CHUNK.min(count - start);
+            let escaped = codes[start..start + len]
+                .iter()
+                .filter(|&&c| c == escape)
+                .count();
+            let mut table = [0u8; MAX_SYMBOLS];
+            for t in table.iter_mut().take(usize::from(escape)) {
+                *t = rng.next() as u8;
+            }
+            // Sometimes one exponent short of what the codes escape: every path must refuse.
+            let queued = if escaped > 0 && rng.below(6) == 0 {
+                escaped - 1
+            } else {
+                escaped + rng.below(40)
+            };
+            let values: std::vec::Vec<u8> = (0..queued + 64).map(|_| rng.next() as u8).collect();
+            let deeper = Escapes {
+                values: &values,
+                count: queued,
+            };
+            let run = |isa: &dyn Fn(&mut [u8]) -> Option<usize>| {
+                let mut out = std::vec![5u8; len];
+                let taken = isa(&mut out);
+                (taken, out)
+            };
+            let expected = run(&|out| {
+                Portable.level_chunk(&frame, &plane, start, &table, escape, deeper, out)
+            });
+            assert_eq!(expected.0, (queued >= escaped).then_some(escaped));
+            // The definition: codes below the escape are looked up, escaped ones take the queue.
+            if expected.0.is_some() {
+                let mut k = 0;
+                for (q, &c) in codes[start..start + len].iter().enumerate() {
+                    let want = if c == escape {
+                        k += 1;
+                        values[k - 1]
+                    } else {
+                        table[usize::from(c)]
+                    };
+                    assert_eq!(expected.1[q], want, "portable, entry {q}");
+                }
+            }
+            let what = format!("count {count} start {start} width {width}");
+            for isa in [detected, detected.without_avx512()] {
+                let got =
+                    run(&|out| isa.level_chunk(&frame, &plane, start, &table, escape, deeper, out));
                 assert_eq!(got.0, expected.0, "taken: {what}");
                 if expected.0.is_some() {
                     assert_eq!(got, expected, "{what}");
