@@ -1433,10 +1433,11 @@ mod x86 {
     }
 
     /// The fields of 32 values from `at` on, in 16-bit lanes: per sub-plane (offset, bit to take
-    /// the field from, bit to place it at, mask) the field of 32 consecutive words.
+    /// the field from, bit to place it at, mask) the field of 32 consecutive words; only the
+    /// words of the set bits of `lanes` are read (the other lanes are zero).
     ///
-    /// SAFETY: the caller checked that every sub-plane's words `offset + 2 * (at..at + 32)` lie in
-    /// the buffer at `fp`.
+    /// SAFETY: the caller checked that every sub-plane's words `offset + 2 * (at + i)` for the
+    /// set bits `i` of `lanes` lie in the buffer at `fp`.
     #[target_feature(
         enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
     )]
@@ -1445,10 +1446,16 @@ mod x86 {
         fp: *const u8,
         subs: &[(usize, __m128i, __m128i, u16)],
         at: usize,
+        lanes: u32,
     ) -> __m512i {
         let mut v = _mm512_setzero_si512();
         for (s, &(offset, take, place, mask)) in subs.iter().enumerate() {
-            let w = _mm512_loadu_si512(fp.add(offset + 2 * at).cast());
+            let words = fp.wrapping_add(offset + 2 * at).cast();
+            let w = if lanes == u32::MAX {
+                _mm512_loadu_si512(words)
+            } else {
+                _mm512_maskz_loadu_epi16(lanes, words.cast())
+            };
             let f = _mm512_and_si512(_mm512_srl_epi16(w, take), _mm512_set1_epi16(mask as i16));
             // The first (narrowest) sub-plane holds the lowest bits: nothing to shift or merge.
             v = if s == 0 {
@@ -1778,17 +1785,7 @@ mod x86 {
         let (true, (Some(code_words), Some(residual_words))) = (fits, runs) else {
             return steps(start, deeper, out, hash);
         };
-        let shifts = |words: &[(usize, u32, u32, u16); 5]| {
-            words.map(|(offset, take, place, mask)| {
-                (
-                    offset,
-                    _mm_cvtsi32_si128(take as i32),
-                    _mm_cvtsi32_si128(place as i32),
-                    mask,
-                )
-            })
-        };
-        let (code_subs, residual_subs) = (shifts(&code_words), shifts(&residual_words));
+        let (code_subs, residual_subs) = (shifts_of(&code_words), shifts_of(&residual_words));
         let code_subs = &code_subs[..plane.len];
         let residual_subs = &residual_subs[..residual.len];
         let live = fields.m - fields.k;
@@ -1821,8 +1818,8 @@ mod x86 {
             // were checked by `residual_words`; `k <= deeper.count` (checked after every block),
             // so `k + 64 <= deeper.values.len()`.
             let (first, second) = (
-                fields32(fp, code_subs, block),
-                fields32(fp, code_subs, block + 32),
+                fields32(fp, code_subs, block, u32::MAX),
+                fields32(fp, code_subs, block + 32, u32::MAX),
             );
             let c = _mm512_permutex2var_epi8(first, low_bytes, second);
             let bits = _mm512_cmpeq_epi8_mask(c, escapes);
@@ -1842,7 +1839,7 @@ mod x86 {
                     _mm512_extracti64x4_epi64::<1>(exponents)
                 };
                 if B == 2 {
-                    let r = fields32(fp, residual_subs, at);
+                    let r = fields32(fp, residual_subs, at, u32::MAX);
                     let sign = _mm512_sll_epi16(_mm512_srl_epi16(r, live_c), sign_c);
                     let mant = _mm512_and_si512(r, _mm512_set1_epi16(live_mask as u16 as i16));
                     let mant = _mm512_sll_epi16(mant, mant_c);
@@ -1900,8 +1897,9 @@ mod x86 {
 
     /// [`Isa::level_chunk`] 64 codes per step, as the level-0 step of [`ranked_chunk512`]
     /// without the residuals: the codes from the plane's words, one compare for the escapes,
-    /// `vpshufb` for the others, `vpexpandb` for the deeper exponents. Planes whose entries do
-    /// not lie in one run of words, and the last codes short of 64, take the separate steps.
+    /// `vpshufb` for the others, `vpexpandb` for the deeper exponents. A deeper level's plane is
+    /// short (a row of its words holds fewer entries than a chunk), so the codes go stretch by
+    /// stretch of one run of words each, the last block of a stretch masked to its length.
     #[target_feature(
         enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
     )]
@@ -1917,46 +1915,80 @@ mod x86 {
         out: &mut [u8],
     ) -> Option<usize> {
         let n = out.len().min(kernels::CHUNK);
-        let blocks = n / 64 * 64;
         // 64 readable queue bytes past every exponent a block can start at.
-        let fits = blocks > 0 && deeper.values.len() >= deeper.count + 64;
-        let words = residual_words(frame, plane, start, blocks);
-        let (true, Some(words)) = (fits, words) else {
+        if deeper.values.len() < deeper.count + 64 {
             return level_chunk_steps(isa, frame, plane, start, table, escape, deeper, out);
-        };
-        let subs = words.map(|(offset, take, place, mask)| {
-            (
-                offset,
-                _mm_cvtsi32_si128(take as i32),
-                _mm_cvtsi32_si128(place as i32),
-                mask,
-            )
-        });
-        let subs = &subs[..plane.len];
+        }
         let lut = _mm512_broadcast_i32x4(_mm_loadu_si128(table.as_ptr().cast()));
         let escapes = _mm512_set1_epi8(escape as i8);
         let low_bytes = _mm512_loadu_si512(LOW_BYTES.as_ptr().cast());
-        let (fp, dp) = (frame.as_ptr(), deeper.values.as_ptr());
-        let mut k = 0;
-        for block in (0..blocks).step_by(64) {
-            // SAFETY: `block + 64 <= blocks <= out.len()`; the plane's words for
-            // `start + (0..blocks)` were checked by `residual_words`; `k <= deeper.count`
-            // (checked after every block), so `k + 64 <= deeper.values.len()`.
-            let c = _mm512_permutex2var_epi8(
-                fields32(fp, subs, block),
-                low_bytes,
-                fields32(fp, subs, block + 32),
-            );
-            let bits = _mm512_cmpeq_epi8_mask(c, escapes);
-            let values = _mm512_loadu_si512(dp.add(k).cast());
-            let exponents = _mm512_mask_expand_epi8(_mm512_shuffle_epi8(lut, c), bits, values);
-            _mm512_storeu_si512(out.as_mut_ptr().add(block).cast(), exponents);
-            k += bits.count_ones() as usize;
-            if k > deeper.count {
-                return None;
+        let (fp, dp, op) = (frame.as_ptr(), deeper.values.as_ptr(), out.as_mut_ptr());
+        // Per sub-plane: values left in the current row of words, the next value's word, and
+        // its bit (a division per chunk, not per stretch).
+        let mut rows = [(0usize, 0usize, 0u32); 5];
+        for (row, sub) in rows.iter_mut().zip(plane.subs()) {
+            let Some(run) = sub.runs(start, n).next() else {
+                return level_chunk_steps(isa, frame, plane, start, table, escape, deeper, out);
+            };
+            *row = (sub.words - run.word, run.word, run.bit);
+        }
+        let zero = _mm_setzero_si128();
+        let mut subs = [(0usize, zero, zero, 0u16); 5];
+        let (mut k, mut at) = (0, 0);
+        while at < n {
+            let mut len = n - at;
+            for ((row, sub), slot) in rows.iter().zip(plane.subs()).zip(&mut subs) {
+                let offset = sub.offset + 2 * row.1;
+                len = len.min(row.0).min(frame.len().saturating_sub(offset) / 2);
+                let (take, place) = (row.2 as i32, sub.shift as i32);
+                let mask = ((1u32 << sub.bits) - 1) as u16;
+                *slot = (
+                    offset,
+                    _mm_cvtsi32_si128(take),
+                    _mm_cvtsi32_si128(place),
+                    mask,
+                );
+            }
+            if len == 0 {
+                // Past the frame (a corrupt count): the separate steps tell.
+                break;
+            }
+            let subs = &subs[..plane.len];
+            for block in (0..len).step_by(64) {
+                // The lanes of this stretch: all 64 but in its last block.
+                let lanes = if len - block >= 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << (len - block)) - 1
+                };
+                // SAFETY: every sub-plane's words for the `len` values from `start + at` are
+                // one run inside `frame` (`rows`, bounded above), and only the `lanes` are
+                // loaded; `at + block + lanes <= n` bytes of `out`; `k <= deeper.count`
+                // (checked after every block), so `k + 64 <= deeper.values.len()`.
+                let c = _mm512_permutex2var_epi8(
+                    fields32(fp, subs, block, lanes as u32),
+                    low_bytes,
+                    fields32(fp, subs, block + 32, (lanes >> 32) as u32),
+                );
+                let bits = _mm512_cmpeq_epi8_mask(c, escapes) & lanes;
+                let values = _mm512_loadu_si512(dp.add(k).cast());
+                let exponents = _mm512_mask_expand_epi8(_mm512_shuffle_epi8(lut, c), bits, values);
+                _mm512_mask_storeu_epi8(op.add(at + block).cast(), lanes, exponents);
+                k += bits.count_ones() as usize;
+                if k > deeper.count {
+                    return None;
+                }
+            }
+            at += len;
+            // The next stretch: each sub-plane's next word, or its next row from word 0.
+            for (row, sub) in rows.iter_mut().zip(plane.subs()) {
+                *row = match row.0 - len {
+                    0 => (sub.words, 0, row.2 + sub.bits),
+                    left => (left, row.1 + len, row.2),
+                };
             }
         }
-        if blocks == n {
+        if at == n {
             return Some(k);
         }
         let rest = Escapes {
@@ -1967,18 +1999,36 @@ mod x86 {
             isa,
             frame,
             plane,
-            start + blocks,
+            start + at,
             table,
             escape,
             rest,
-            &mut out[blocks..n],
+            &mut out[at..n],
         )?;
         Some(k + taken)
     }
 
-    /// Where the residual fields of values `start..start + n` are, when every sub-plane holds
-    /// them in one run of words inside `frame`: per sub-plane, the byte offset of the first word,
-    /// the bit to take the field from, the bit to place it at, and the field mask.
+    /// The shifts of [`plane_words`]'s sub-planes as the vector shift counts [`fields32`] takes.
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
+    )]
+    #[inline]
+    unsafe fn shifts_of(
+        words: &[(usize, u32, u32, u16); 5],
+    ) -> [(usize, __m128i, __m128i, u16); 5] {
+        words.map(|(offset, take, place, mask)| {
+            (
+                offset,
+                _mm_cvtsi32_si128(take as i32),
+                _mm_cvtsi32_si128(place as i32),
+                mask,
+            )
+        })
+    }
+
+    /// Where the fields of values `start..start + n` are, when every sub-plane holds them in one
+    /// run of words inside `frame`: per sub-plane, the byte offset of the first word, the bit to
+    /// take the field from, the bit to place it at, and the field mask.
     fn residual_words(
         frame: &[u8],
         plane: &Plane,
@@ -2486,7 +2536,8 @@ mod tests {
             } else {
                 1024 << rng.below(5)
             };
-            let width = 1 + rng.below(if case % 5 == 0 { 6 } else { 4 }) as u32;
+            // Width 0 (every entry escapes) only in hostile streams, but it must decode alike.
+            let width = rng.below(if case % 5 == 0 { 7 } else { 5 }) as u32;
             let escape = ((1u32 << width) - 1) as u8;
             let (frame, plane, codes) = {
                 let plane = Plane::at(64, width, count);
