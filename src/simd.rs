@@ -1442,12 +1442,7 @@ mod x86 {
         enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
     )]
     #[inline]
-    unsafe fn fields32(
-        fp: *const u8,
-        subs: &[(usize, __m128i, __m128i, u16)],
-        at: usize,
-        lanes: u32,
-    ) -> __m512i {
+    unsafe fn fields32(fp: *const u8, subs: &[SubShifts], at: usize, lanes: u32) -> __m512i {
         let mut v = _mm512_setzero_si512();
         for (s, &(offset, take, place, mask)) in subs.iter().enumerate() {
             let words = fp.wrapping_add(offset + 2 * at).cast();
@@ -1456,7 +1451,7 @@ mod x86 {
             } else {
                 _mm512_maskz_loadu_epi16(lanes, words.cast())
             };
-            let f = _mm512_and_si512(_mm512_srl_epi16(w, take), _mm512_set1_epi16(mask as i16));
+            let f = _mm512_and_si512(_mm512_srl_epi16(w, take), mask);
             // The first (narrowest) sub-plane holds the lowest bits: nothing to shift or merge.
             v = if s == 0 {
                 f
@@ -1853,10 +1848,7 @@ mod x86 {
                     let (mut lo, mut hi) = (_mm512_setzero_si512(), _mm512_setzero_si512());
                     for &(offset, take, place, mask) in residual_subs {
                         let w = _mm512_loadu_si512(fp.add(offset + 2 * at).cast());
-                        let f = _mm512_and_si512(
-                            _mm512_srl_epi16(w, take),
-                            _mm512_set1_epi16(mask as i16),
-                        );
+                        let f = _mm512_and_si512(_mm512_srl_epi16(w, take), mask);
                         let f0 = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(f));
                         let f1 = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64::<1>(f));
                         lo = _mm512_or_si512(lo, _mm512_sll_epi32(f0, place));
@@ -1932,22 +1924,15 @@ mod x86 {
             };
             *row = (sub.words - run.word, run.word, run.bit);
         }
-        let zero = _mm_setzero_si128();
-        let mut subs = [(0usize, zero, zero, 0u16); 5];
+        let mut subs = [sub_shifts(0, 0, 0, 0); 5];
         let (mut k, mut at) = (0, 0);
         while at < n {
             let mut len = n - at;
             for ((row, sub), slot) in rows.iter().zip(plane.subs()).zip(&mut subs) {
                 let offset = sub.offset + 2 * row.1;
                 len = len.min(row.0).min(frame.len().saturating_sub(offset) / 2);
-                let (take, place) = (row.2 as i32, sub.shift as i32);
                 let mask = ((1u32 << sub.bits) - 1) as u16;
-                *slot = (
-                    offset,
-                    _mm_cvtsi32_si128(take),
-                    _mm_cvtsi32_si128(place),
-                    mask,
-                );
+                *slot = sub_shifts(offset, row.2, sub.shift, mask);
             }
             if len == 0 {
                 // Past the frame (a corrupt count): the separate steps tell.
@@ -2008,22 +1993,31 @@ mod x86 {
         Some(k + taken)
     }
 
-    /// The shifts of [`plane_words`]'s sub-planes as the vector shift counts [`fields32`] takes.
+    /// A sub-plane's words as [`fields32`] reads them: byte offset of the first word, the shift
+    /// counts that take the field from its bit and place it in the value, and the field mask.
+    type SubShifts = (usize, __m128i, __m128i, __m512i);
+
+    /// [`residual_words`]'s sub-planes as [`SubShifts`].
     #[target_feature(
         enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
     )]
     #[inline]
-    unsafe fn shifts_of(
-        words: &[(usize, u32, u32, u16); 5],
-    ) -> [(usize, __m128i, __m128i, u16); 5] {
-        words.map(|(offset, take, place, mask)| {
-            (
-                offset,
-                _mm_cvtsi32_si128(take as i32),
-                _mm_cvtsi32_si128(place as i32),
-                mask,
-            )
-        })
+    unsafe fn shifts_of(words: &[(usize, u32, u32, u16); 5]) -> [SubShifts; 5] {
+        words.map(|(offset, take, place, mask)| sub_shifts(offset, take, place, mask))
+    }
+
+    /// One sub-plane's [`SubShifts`].
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
+    )]
+    #[inline]
+    unsafe fn sub_shifts(offset: usize, take: u32, place: u32, mask: u16) -> SubShifts {
+        (
+            offset,
+            _mm_cvtsi32_si128(take as i32),
+            _mm_cvtsi32_si128(place as i32),
+            _mm512_set1_epi16(mask as i16),
+        )
     }
 
     /// Where the fields of values `start..start + n` are, when every sub-plane holds them in one
