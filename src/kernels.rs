@@ -781,30 +781,26 @@ pub struct Ranking {
 impl Ranking {
     /// Ranks the `alphabet` exponent values by their counts in `histogram`.
     pub fn new(histogram: &[u32; MAX_SYMBOLS], alphabet: usize) -> Ranking {
-        // The values present first (ascending), then the absent ones (ascending): the absent
-        // are already in their final order, so only the present ones need sorting.
-        let mut order = [0u8; MAX_SYMBOLS];
-        let present = histogram[..alphabet].iter().filter(|&&c| c > 0).count();
-        let (mut p, mut a) = (0, present);
+        // The values present first, by count descending and ties by value ascending, then the
+        // absent ones ascending (already in order). Each present value sorts as one key,
+        // count above the complemented value, so the keys are distinct and the order total.
+        let (mut keys, mut absent) = ([0u64; MAX_SYMBOLS], [0u8; MAX_SYMBOLS]);
+        let (mut p, mut a) = (0, 0);
         for (x, &c) in histogram[..alphabet].iter().enumerate() {
-            let slot = if c > 0 { &mut p } else { &mut a };
-            order[*slot] = x as u8;
-            *slot += 1;
-        }
-        for (x, o) in order.iter_mut().enumerate().skip(alphabet) {
-            *o = x as u8;
-        }
-        // Insertion sort: stable, so ties keep ascending value order.
-        let order_slice = &mut order[..present];
-        for i in 1..order_slice.len() {
-            let mut j = i;
-            while j > 0
-                && histogram[order_slice[j - 1] as usize] < histogram[order_slice[j] as usize]
-            {
-                order_slice.swap(j - 1, j);
-                j -= 1;
+            if c > 0 {
+                keys[p] = u64::from(c) << 8 | (255 - x as u64);
+                p += 1;
+            } else {
+                absent[a] = x as u8;
+                a += 1;
             }
         }
+        keys[..p].sort_unstable_by(|a, b| b.cmp(a));
+        let mut order: [u8; MAX_SYMBOLS] = core::array::from_fn(|x| x as u8);
+        for (o, &key) in order.iter_mut().zip(&keys[..p]) {
+            *o = 255 - key as u8;
+        }
+        order[p..p + a].copy_from_slice(&absent[..a]);
         let mut rank = [0u16; MAX_SYMBOLS];
         let mut covered = [0u32; MAX_SYMBOLS + 1];
         for (r, &x) in order[..alphabet].iter().enumerate() {
