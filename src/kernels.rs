@@ -781,25 +781,25 @@ pub struct Ranking {
 impl Ranking {
     /// Ranks the `alphabet` exponent values by their counts in `histogram`.
     pub fn new(histogram: &[u32; MAX_SYMBOLS], alphabet: usize) -> Ranking {
-        // The values present first, by count descending and ties by value ascending, then the
-        // absent ones ascending (already in order). Each present value sorts as one key,
-        // count above the complemented value, so the keys are distinct and the order total.
-        let (mut keys, mut absent) = ([0u64; MAX_SYMBOLS], [0u8; MAX_SYMBOLS]);
+        // The values present first, by count descending and ties by value ascending (distinct
+        // values: a total order, so an unstable sort gives the one answer), then the absent
+        // ones ascending.
+        let mut order: [u8; MAX_SYMBOLS] = core::array::from_fn(|x| x as u8);
+        let mut absent = [0u8; MAX_SYMBOLS];
         let (mut p, mut a) = (0, 0);
         for (x, &c) in histogram[..alphabet].iter().enumerate() {
             if c > 0 {
-                keys[p] = u64::from(c) << 8 | (255 - x as u64);
+                order[p] = x as u8;
                 p += 1;
             } else {
                 absent[a] = x as u8;
                 a += 1;
             }
         }
-        keys[..p].sort_unstable_by(|a, b| b.cmp(a));
-        let mut order: [u8; MAX_SYMBOLS] = core::array::from_fn(|x| x as u8);
-        for (o, &key) in order.iter_mut().zip(&keys[..p]) {
-            *o = 255 - key as u8;
-        }
+        order[..p].sort_unstable_by(|&x, &y| {
+            let count = |v: u8| histogram[usize::from(v)];
+            count(y).cmp(&count(x)).then(x.cmp(&y))
+        });
         order[p..p + a].copy_from_slice(&absent[..a]);
         let mut rank = [0u16; MAX_SYMBOLS];
         let mut covered = [0u32; MAX_SYMBOLS + 1];
