@@ -2397,6 +2397,58 @@ mod tests {
         }
     }
 
+    /// A code of a level whose all-ones code is `escape`: the escape one time in four.
+    fn random_code(rng: &mut Rng, escape: u8) -> u32 {
+        if rng.below(4) == 0 {
+            u32::from(escape)
+        } else {
+            rng.below(usize::from(escape) + 1) as u32
+        }
+    }
+
+    /// What a level step takes besides its plane, for the `codes` of a plane: a start (mostly
+    /// on a chunk) and the length to its chunk's end, a table of `escape` values below
+    /// `2^value_bits`, and a queue of exponents with 64 readable bytes after it, as many as
+    /// those codes escape or more (one case in six, one short: every path must refuse).
+    /// Returns (start, len, table, queued, values, escaped).
+    fn level_inputs(
+        rng: &mut Rng,
+        codes: &[u8],
+        escape: u8,
+        value_bits: u32,
+    ) -> (
+        usize,
+        usize,
+        [u8; MAX_SYMBOLS],
+        usize,
+        std::vec::Vec<u8>,
+        usize,
+    ) {
+        let count = codes.len();
+        let start = if rng.below(4) == 0 {
+            rng.below(count)
+        } else {
+            rng.below(count.div_ceil(CHUNK)) * CHUNK
+        };
+        let len = CHUNK.min(count - start);
+        let escaped = codes[start..start + len]
+            .iter()
+            .filter(|&&c| c == escape)
+            .count();
+        let value = |rng: &mut Rng| (rng.next() as u32 & ((1 << value_bits) - 1)) as u8;
+        let mut table = [0u8; MAX_SYMBOLS];
+        for t in table.iter_mut().take(usize::from(escape)) {
+            *t = value(rng);
+        }
+        let queued = if escaped > 0 && rng.below(6) == 0 {
+            escaped - 1
+        } else {
+            escaped + rng.below(40)
+        };
+        let values = (0..queued + 64).map(|_| value(rng)).collect();
+        (start, len, table, queued, values, escaped)
+    }
+
     #[test]
     fn ranked_chunk_agrees() {
         let Some(detected) = avx2() else { return };
@@ -2424,37 +2476,12 @@ mod tests {
                     &mut frame,
                     rng.next() as u32 & ((1 << fields.residual_bits()) - 1),
                 );
-                let code = if rng.below(4) == 0 {
-                    u32::from(escape)
-                } else {
-                    rng.below(usize::from(escape) + 1) as u32
-                };
+                let code = random_code(&mut rng, escape);
                 cw.push(&mut frame, code);
                 codes.push(code as u8);
             }
-            let start = if rng.below(4) == 0 {
-                rng.below(count)
-            } else {
-                rng.below(count.div_ceil(CHUNK)) * CHUNK
-            };
-            let len = CHUNK.min(count - start);
-            let escaped = codes[start..start + len]
-                .iter()
-                .filter(|&&c| c == escape)
-                .count();
-            let mut table = [0u8; MAX_SYMBOLS];
-            for t in table.iter_mut().take(usize::from(escape)) {
-                *t = (rng.next() as u32 & ((1 << fields.e) - 1)) as u8;
-            }
-            // Sometimes one exponent short of what the codes escape: every path must refuse.
-            let queued = if escaped > 0 && rng.below(6) == 0 {
-                escaped - 1
-            } else {
-                escaped + rng.below(40)
-            };
-            let values: std::vec::Vec<u8> = (0..queued + 64)
-                .map(|_| (rng.next() as u32 & ((1 << fields.e) - 1)) as u8)
-                .collect();
+            let (start, len, table, queued, values, escaped) =
+                level_inputs(&mut rng, &codes, escape, fields.e);
             let mut prefix = H32::new();
             prefix.update(&[9u8; 256][..128 * rng.below(3)]);
             // Every third case asks for non-temporal stores, into an output that starts on a
@@ -2566,37 +2593,14 @@ mod tests {
                 let mut w = PlaneWriter::new(plane);
                 let mut codes = std::vec::Vec::new();
                 for _ in 0..count {
-                    let code = if rng.below(4) == 0 {
-                        u32::from(escape)
-                    } else {
-                        rng.below(usize::from(escape) + 1) as u32
-                    };
+                    let code = random_code(&mut rng, escape);
                     w.push(&mut frame, code);
                     codes.push(code as u8);
                 }
                 (frame, plane, codes)
             };
-            let start = if rng.below(4) == 0 {
-                rng.below(count)
-            } else {
-                rng.below(count.div_ceil(CHUNK)) * CHUNK
-            };
-            let len = CHUNK.min(count - start);
-            let escaped = codes[start..start + len]
-                .iter()
-                .filter(|&&c| c == escape)
-                .count();
-            let mut table = [0u8; MAX_SYMBOLS];
-            for t in table.iter_mut().take(usize::from(escape)) {
-                *t = rng.next() as u8;
-            }
-            // Sometimes one exponent short of what the codes escape: every path must refuse.
-            let queued = if escaped > 0 && rng.below(6) == 0 {
-                escaped - 1
-            } else {
-                escaped + rng.below(40)
-            };
-            let values: std::vec::Vec<u8> = (0..queued + 64).map(|_| rng.next() as u8).collect();
+            let (start, len, table, queued, values, escaped) =
+                level_inputs(&mut rng, &codes, escape, 8);
             let deeper = Escapes {
                 values: &values,
                 count: queued,
