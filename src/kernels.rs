@@ -783,24 +783,19 @@ impl Ranking {
     pub fn new(histogram: &[u32; MAX_SYMBOLS], alphabet: usize) -> Ranking {
         // The values present first, by count descending and ties by value ascending (distinct
         // values: a total order, so an unstable sort gives the one answer), then the absent
-        // ones ascending.
+        // ones ascending (already in their final order).
         let mut order: [u8; MAX_SYMBOLS] = core::array::from_fn(|x| x as u8);
-        let mut absent = [0u8; MAX_SYMBOLS];
-        let (mut p, mut a) = (0, 0);
+        let present = histogram[..alphabet].iter().filter(|&&c| c > 0).count();
+        let (mut p, mut a) = (0, present);
         for (x, &c) in histogram[..alphabet].iter().enumerate() {
-            if c > 0 {
-                order[p] = x as u8;
-                p += 1;
-            } else {
-                absent[a] = x as u8;
-                a += 1;
-            }
+            let slot = if c > 0 { &mut p } else { &mut a };
+            order[*slot] = x as u8;
+            *slot += 1;
         }
-        order[..p].sort_unstable_by(|&x, &y| {
+        order[..present].sort_unstable_by(|&x, &y| {
             let count = |v: u8| histogram[usize::from(v)];
             count(y).cmp(&count(x)).then(x.cmp(&y))
         });
-        order[p..p + a].copy_from_slice(&absent[..a]);
         let mut rank = [0u16; MAX_SYMBOLS];
         let mut covered = [0u32; MAX_SYMBOLS + 1];
         for (r, &x) in order[..alphabet].iter().enumerate() {

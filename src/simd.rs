@@ -1815,8 +1815,6 @@ mod x86 {
         let live_mask = (1u32 << live) - 1;
         let lut = _mm512_broadcast_i32x4(_mm_loadu_si128(table.as_ptr().cast()));
         let escapes = _mm512_set1_epi8(escape as i8);
-        // The 64 codes of a block as bytes, from two registers of 16-bit codes.
-        let low_bytes = _mm512_loadu_si512(LOW_BYTES.as_ptr().cast());
         let (fp, op, dp) = (frame.as_ptr(), out.as_mut_ptr(), deeper.values.as_ptr());
         // The h32 lanes: 0..16 hash the first 64 bytes of each 128-byte block, 16..32 the rest.
         let mut acc = [_mm512_setzero_si512(); 2];
@@ -1832,14 +1830,8 @@ mod x86 {
             // SAFETY: `block + 64 <= blocks`; the words of both planes for `start + (0..blocks)`
             // were checked by `residual_words`; `k <= deeper.count` (checked after every block),
             // so `k + 64 <= deeper.values.len()`.
-            let (first, second) = (
-                fields32(fp, code_subs, block, u32::MAX),
-                fields32(fp, code_subs, block + 32, u32::MAX),
-            );
-            let c = _mm512_permutex2var_epi8(first, low_bytes, second);
-            let bits = _mm512_cmpeq_epi8_mask(c, escapes);
-            let values = _mm512_loadu_si512(dp.add(k).cast());
-            let exponents = _mm512_mask_expand_epi8(_mm512_shuffle_epi8(lut, c), bits, values);
+            let (exponents, bits) =
+                level_exponents64(fp, code_subs, block, u64::MAX, lut, escapes, dp.add(k));
             k += bits.count_ones() as usize;
             if k > deeper.count {
                 return None;
@@ -1933,7 +1925,6 @@ mod x86 {
         }
         let lut = _mm512_broadcast_i32x4(_mm_loadu_si128(table.as_ptr().cast()));
         let escapes = _mm512_set1_epi8(escape as i8);
-        let low_bytes = _mm512_loadu_si512(LOW_BYTES.as_ptr().cast());
         let (fp, dp, op) = (frame.as_ptr(), deeper.values.as_ptr(), out.as_mut_ptr());
         // Per sub-plane: values left in the current row of words, the next value's word, and
         // its bit (a division per chunk, not per stretch).
@@ -1970,14 +1961,8 @@ mod x86 {
                 // one run inside `frame` (`rows`, bounded above), and only the `lanes` are
                 // loaded; `at + block + lanes <= n` bytes of `out`; `k <= deeper.count`
                 // (checked after every block), so `k + 64 <= deeper.values.len()`.
-                let c = _mm512_permutex2var_epi8(
-                    fields32(fp, subs, block, lanes as u32),
-                    low_bytes,
-                    fields32(fp, subs, block + 32, (lanes >> 32) as u32),
-                );
-                let bits = _mm512_cmpeq_epi8_mask(c, escapes) & lanes;
-                let values = _mm512_loadu_si512(dp.add(k).cast());
-                let exponents = _mm512_mask_expand_epi8(_mm512_shuffle_epi8(lut, c), bits, values);
+                let (exponents, bits) =
+                    level_exponents64(fp, subs, block, lanes, lut, escapes, dp.add(k));
                 _mm512_mask_storeu_epi8(op.add(at + block).cast(), lanes, exponents);
                 k += bits.count_ones() as usize;
                 if k > deeper.count {
@@ -2011,6 +1996,38 @@ mod x86 {
             &mut out[at..n],
         )?;
         Some(k + taken)
+    }
+
+    /// The step both fused decoder kernels take per 64 entries of a level from `at` on (only
+    /// the `lanes`): their codes from the plane's words (two [`fields32`] gathered into bytes by
+    /// one `vpermt2b`), the unescaped ones looked up in `lut` (16 entries), the escaped ones
+    /// given the next exponents at `queue` in order (`vpexpandb`). Returns the exponents and
+    /// the escaped lanes.
+    ///
+    /// SAFETY: as [`fields32`] for the `lanes`, and 64 bytes readable at `queue`.
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
+    )]
+    #[inline]
+    unsafe fn level_exponents64(
+        fp: *const u8,
+        subs: &[SubShifts],
+        at: usize,
+        lanes: u64,
+        lut: __m512i,
+        escapes: __m512i,
+        queue: *const u8,
+    ) -> (__m512i, u64) {
+        let low_bytes = _mm512_loadu_si512(LOW_BYTES.as_ptr().cast());
+        let c = _mm512_permutex2var_epi8(
+            fields32(fp, subs, at, lanes as u32),
+            low_bytes,
+            fields32(fp, subs, at + 32, (lanes >> 32) as u32),
+        );
+        let bits = _mm512_cmpeq_epi8_mask(c, escapes) & lanes;
+        let values = _mm512_loadu_si512(queue.cast());
+        let exponents = _mm512_mask_expand_epi8(_mm512_shuffle_epi8(lut, c), bits, values);
+        (exponents, bits)
     }
 
     /// A sub-plane's words as [`fields32`] reads them: byte offset of the first word, the shift
