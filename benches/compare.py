@@ -3,12 +3,11 @@
 
 usage: python3 benches/compare.py CORPUS.bin bf16|fp16|fp32 [--reps 3] [--rounds 3] [--tools DIR]
 
-Runs `enec bench --json` (coding auto and groups; one thread and all cores) and
-../shared/tools/bench_codecs.py (memcpy, zstd -1/-3, ZipNN with threads=1) one after the other,
-`--rounds` times taking turns, then prints one markdown table of medians over the rounds; each
-row's ratio to memcpy uses the memcpy measured in the same process (enec bench's own for the
-enec rows). MB/s are millions of uncompressed
-bytes per second. Needs: `cargo build --release --features cli`, and
+Runs `enec bench --json` (codings ranked, the default, then auto and groups; one thread and all
+cores) and ../shared/tools/bench_codecs.py (memcpy, zstd -1/-3, ZipNN with threads=1) one after
+the other, `--rounds` times taking turns, then prints one markdown table of medians over the
+rounds; each row's ratio to memcpy uses the memcpy measured in the same process (enec bench's own
+for the enec rows). MB/s are millions of uncompressed bytes per second. Needs: `cargo build --release --features cli`, and
 `pip install numpy zstandard zipnn` (zipnn pulls torch, several GB: not for CI).
 """
 import argparse, json, os, re, statistics, subprocess, sys
@@ -22,12 +21,12 @@ def one_round(a, enec):
     row's own process) and the kernels enec used."""
     rows = []
     kernels = ''
-    for coding in ('auto', 'groups'):
+    for coding in ('ranked', 'auto', 'groups'):
         out = subprocess.run([enec, 'bench', a.corpus, '--dtype', a.dtype, '--coding', coding,
                               '--repeats', str(a.reps), '--json'], check=True, capture_output=True, text=True)
         r = json.loads(out.stdout)
         memcpy = r['memcpy_gbps'] * 1e3
-        if coding == 'auto':
+        if coding == 'ranked':
             rows.append(('memcpy (in enec bench)', 1.0, memcpy, memcpy, memcpy))
         rows.append((f'enec {coding}, 1 thread', r['ratio'], r['encode_gbps'] * 1e3, r['decode_gbps'] * 1e3,
                      memcpy))

@@ -16,19 +16,19 @@ pub struct EncodeOptions {
     pub dtype: Dtype,
     /// Frame length as a power of two, 10..=16 (1,024 to 65,536 elements; default 14: 16,384).
     pub frame_log2: u8,
-    /// Exponent coding (default: auto, the smallest per frame).
+    /// Exponent coding (default: ranked, or stored where smaller).
     pub coding: Coding,
     /// Store a checksum of every frame's decoded bytes (default: on).
     pub checksums: bool,
 }
 
 impl EncodeOptions {
-    /// Defaults for `dtype`: 16,384-element frames, automatic coding, checksums on.
+    /// Defaults for `dtype`: 16,384-element frames, the ranked coding, checksums on.
     pub const fn new(dtype: Dtype) -> EncodeOptions {
         EncodeOptions {
             dtype,
             frame_log2: DEFAULT_FRAME_LOG2,
-            coding: Coding::Auto,
+            coding: Coding::Ranked,
             checksums: true,
         }
     }

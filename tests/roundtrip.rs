@@ -815,7 +815,7 @@ fn partial_elements_are_rejected() {
 fn default_options() {
     let options = EncodeOptions::new(Dtype::Fp16);
     assert_eq!(options.frame_log2, 14);
-    assert_eq!(options.coding, Coding::Auto);
+    assert_eq!(options.coding, Coding::Ranked);
     assert!(options.checksums);
 }
 

@@ -154,7 +154,7 @@ const char *enec_version(void);
 // A static, NUL-terminated English description of a status (never NULL).
 const char *enec_status_message(int32_t status);
 
-// Default options for `dtype` (an `EnecDtype` value): 16,384-element frames, automatic coding,
+// Default options for `dtype` (an `EnecDtype` value): 16,384-element frames, the ranked coding,
 // checksums on.
 struct EnecOptions enec_options_default(uint32_t dtype);
 

@@ -281,14 +281,14 @@ pub extern "C" fn enec_status_message(status: i32) -> *const c_char {
     s.as_ptr()
 }
 
-/// Default options for `dtype` (an `EnecDtype` value): 16,384-element frames, automatic coding,
+/// Default options for `dtype` (an `EnecDtype` value): 16,384-element frames, the ranked coding,
 /// checksums on.
 #[no_mangle]
 pub extern "C" fn enec_options_default(dtype: u32) -> EnecOptions {
     EnecOptions {
         dtype,
         frame_len: 16_384,
-        coding: EnecCoding::Auto as u32,
+        coding: EnecCoding::Ranked as u32,
         checksums: 1,
     }
 }

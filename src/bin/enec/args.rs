@@ -57,12 +57,12 @@ impl DtypeArg {
 /// Exponent coding.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum CodingArg {
-    /// Per frame, the smallest of ranked, groups and stored.
-    #[default]
+    /// Per frame, the smallest of ranked, groups and stored (slower to encode).
     Auto,
     /// The ENEC paper's groups coding (or stored where smaller).
     Groups,
     /// The ranked escape-level coding (or stored where smaller).
+    #[default]
     Ranked,
 }
 
@@ -102,7 +102,7 @@ pub struct CompressArgs {
     #[arg(long, value_enum)]
     pub dtype: Option<DtypeArg>,
     /// Exponent coding, chosen per frame.
-    #[arg(long, value_enum, default_value_t = CodingArg::Auto)]
+    #[arg(long, value_enum, default_value_t = CodingArg::Ranked)]
     pub coding: CodingArg,
     /// Elements per frame: a power of two from 1024 to 65536.
     #[arg(long, default_value_t = 16384)]
@@ -144,7 +144,7 @@ pub struct BenchArgs {
     #[arg(long, value_enum)]
     pub dtype: DtypeArg,
     /// Exponent coding, chosen per frame.
-    #[arg(long, value_enum, default_value_t = CodingArg::Auto)]
+    #[arg(long, value_enum, default_value_t = CodingArg::Ranked)]
     pub coding: CodingArg,
     /// Elements per frame: a power of two from 1024 to 65536.
     #[arg(long, default_value_t = 16384)]

@@ -132,14 +132,14 @@ pub fn run(threads: usize) -> Result<()> {
     let mut all_ok = true;
     for dtype in Dtype::ALL {
         let file = checkpoint(dtype);
-        for coding in [Coding::Auto, Coding::Groups] {
+        for coding in [Coding::Ranked, Coding::Groups] {
             let (packed, enc, dec, ok) = cycle(&file, coding, threads)?;
             all_ok &= ok;
             say!(
                 "{:<6} {:<7} {:>10} {:>10} {:>7.4} {:>13.0} {:>15.0}  {}",
                 dtype.name(),
-                if coding == Coding::Auto {
-                    "auto"
+                if coding == Coding::Ranked {
+                    "ranked"
                 } else {
                     "groups"
                 },
