@@ -777,26 +777,53 @@ mod x86 {
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
     unsafe fn pack<L: Lane>(frame: &mut [u8], plane: &Plane, start: usize, values: &[L]) {
-        pack_runs::<L, false>(frame, plane, start, values)
+        pack_runs::<L>(frame, plane, start, values)
     }
 
-    /// [`pack`] 32 values at a time, then as [`pack`].
+    /// [`pack`] 32 values at a time, a run's last ones under a lane mask.
     #[target_feature(
         enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
     )]
     #[inline]
     unsafe fn pack512<L: Lane>(frame: &mut [u8], plane: &Plane, start: usize, values: &[L]) {
-        pack_runs::<L, true>(frame, plane, start, values)
+        if values.is_empty() {
+            return;
+        }
+        let lanes = values.len();
+        let values: &[u8] = bytemuck::cast_slice(values);
+        let lane_bytes = (L::BITS / 8) as usize;
+        for sub in plane.subs() {
+            let field_mask = (1u32 << sub.bits) - 1;
+            for Run {
+                word,
+                bit,
+                done,
+                len: run,
+            } in sub.runs(start, lanes)
+            {
+                let words = &mut frame[sub.offset + 2 * word..sub.offset + 2 * (word + run)];
+                let src = &values[lane_bytes * done..lane_bytes * (done + run)];
+                let shifts = (sub.shift, bit, field_mask);
+                for q in (0..run).step_by(2 * STEP) {
+                    let live = match run - q {
+                        n if n >= 2 * STEP => u32::MAX,
+                        n => (1u32 << n) - 1,
+                    };
+                    // SAFETY: the step reads the values and words `q..run` that `live` covers
+                    // (at most 32), inside `src` and `words`.
+                    let (v, w) = (
+                        src.as_ptr().add(lane_bytes * q),
+                        words.as_mut_ptr().add(2 * q),
+                    );
+                    pack_step512::<L>(v, shifts, w, live);
+                }
+            }
+        }
     }
 
-    /// The body of [`pack`] and [`pack512`] (`WIDE`: AVX-512 steps first), inlined into each.
+    /// The body of [`pack`].
     #[inline(always)]
-    unsafe fn pack_runs<L: Lane, const WIDE: bool>(
-        frame: &mut [u8],
-        plane: &Plane,
-        start: usize,
-        values: &[L],
-    ) {
+    unsafe fn pack_runs<L: Lane>(frame: &mut [u8], plane: &Plane, start: usize, values: &[L]) {
         if values.is_empty() {
             return;
         }
@@ -815,19 +842,9 @@ mod x86 {
                 let words = &mut frame[sub.offset + 2 * word..];
                 let src = &values[lane_bytes * done..lane_bytes * (done + run)];
                 let shifts = (sub.shift, bit, field_mask);
-                let mut q = 0;
-                if WIDE {
-                    let steps = src
-                        .chunks_exact(lane_bytes * 2 * STEP)
-                        .zip(words[..2 * run].chunks_exact_mut(4 * STEP));
-                    for (v, w) in steps {
-                        pack_step512::<L>(v, shifts, w);
-                    }
-                    q = run / (2 * STEP) * (2 * STEP);
-                }
-                let steps = src[lane_bytes * q..]
+                let steps = src
                     .chunks_exact(lane_bytes * STEP)
-                    .zip(words[2 * q..2 * run].chunks_exact_mut(2 * STEP));
+                    .zip(words[..2 * run].chunks_exact_mut(2 * STEP));
                 for (v, w) in steps {
                     pack_step::<L>(v, shifts, w);
                 }
@@ -852,39 +869,53 @@ mod x86 {
         }
     }
 
-    /// [`pack_step`] for 32 values (`values`) into 32 words (`words`, 64 bytes).
+    /// [`pack_step`] for the 32 values at `values` and words at `words` that `live` selects
+    /// (the others are neither read nor written).
+    ///
+    /// SAFETY: the selected values and words are in bounds.
     #[target_feature(
         enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
     )]
     #[inline]
     unsafe fn pack_step512<L: Lane>(
-        values: &[u8],
+        values: *const u8,
         (take, place, mask): (u32, u32, u32),
-        words: &mut [u8],
+        words: *mut u8,
+        live: u32,
     ) {
         let take = _mm_cvtsi32_si128(take as i32);
         let v = match L::BITS {
             8 => _mm512_srl_epi16(
-                _mm512_cvtepu8_epi16(_mm256_loadu_si256(window::<32>(values, 0).cast())),
+                _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(live, values.cast())),
                 take,
             ),
-            16 => _mm512_srl_epi16(_mm512_loadu_si512(window::<64>(values, 0).cast()), take),
+            16 => _mm512_srl_epi16(_mm512_maskz_loadu_epi16(live, values.cast()), take),
             _ => {
                 // The low halves of the shifted lanes, in order (the mask below keeps the field).
-                let a = _mm512_srl_epi32(_mm512_loadu_si512(window::<64>(values, 0).cast()), take);
-                let b = _mm512_srl_epi32(_mm512_loadu_si512(window::<64>(values, 64).cast()), take);
-                let evens = _mm512_set_epi16(
-                    62, 60, 58, 56, 54, 52, 50, 48, 46, 44, 42, 40, 38, 36, 34, 32, 30, 28, 26, 24,
-                    22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0,
-                );
-                _mm512_permutex2var_epi16(a, evens, b)
+                let [a, b] = [0, 16].map(|h| {
+                    let u = _mm512_maskz_loadu_epi32((live >> h) as u16, values.add(4 * h).cast());
+                    _mm512_srl_epi32(u, take)
+                });
+                _mm512_permutex2var_epi16(a, _mm512_loadu_si512(EVEN_WORDS.as_ptr().cast()), b)
             }
         };
         let field = _mm512_and_si512(v, _mm512_set1_epi16(mask as u16 as i16));
         let field = _mm512_sll_epi16(field, _mm_cvtsi32_si128(place as i32));
-        let o = window_mut::<64>(words, 0).cast::<__m512i>();
-        _mm512_storeu_si512(o, _mm512_or_si512(_mm512_loadu_si512(o), field));
+        let o = words.cast::<i16>();
+        let merged = _mm512_or_si512(_mm512_maskz_loadu_epi16(live, o), field);
+        _mm512_mask_storeu_epi16(o, live, merged);
     }
+
+    /// `vpermt2w` indices that gather the low halves of the 32-bit lanes of two registers.
+    static EVEN_WORDS: [u16; 32] = {
+        let mut index = [0u16; 32];
+        let mut i = 0;
+        while i < 32 {
+            index[i] = 2 * i as u16;
+            i += 1;
+        }
+        index
+    };
 
     /// One step of [`pack`]: the fields at bit `take` of 16 values (`values`), masked, shifted
     /// left by `place` and ORed into 16 words (`words`, 32 bytes).
