@@ -96,7 +96,8 @@ fn encode_elements<const B: usize, I: Isa>(
     // groups coding is a candidate, each group's exponent range.
     let exponent_fields = Fields::new(dtype, 0);
     let mut stats = FrameStats::new(elements);
-    let mut ranges = GroupRanges::new(elements);
+    // Only when the groups coding is a candidate (8 KiB to set up per frame).
+    let mut ranges = (coding != Coding::Ranked).then(|| GroupRanges::new(elements));
     let mut x = [0u8; CHUNK];
     let mut hashed = H32::new();
     for start in (0..elements).step_by(CHUNK) {
@@ -104,7 +105,7 @@ fn encode_elements<const B: usize, I: Isa>(
         let run = &input[B * start..B * (start + len)];
         let hash = checksums.then_some(&mut hashed);
         isa.exponent_stats::<B>(&exponent_fields, run, &mut x[..len], &mut stats, hash);
-        if coding != Coding::Ranked {
+        if let Some(ranges) = ranges.as_mut() {
             ranges.add(start, &x[..len]);
         }
     }
@@ -113,14 +114,17 @@ fn encode_elements<const B: usize, I: Isa>(
     let size_of = |params: &FrameParams| frame_bytes(dtype, elements, dead_bits, params);
 
     let stored = (FrameParams::Stored, max_frame_bytes(dtype, elements));
-    let ranking = Ranking::new(&stats.histogram, 1 << dtype.exponent_bits());
-    let ranked = (coding != Coding::Groups)
-        .then(|| choose_ranked_params(&ranking, elements, dtype, dead_bits));
+    let rank = || Ranking::new(&stats.histogram, 1 << dtype.exponent_bits());
+    let ranking = (coding != Coding::Groups).then(rank);
+    let ranked = ranking
+        .as_ref()
+        .map(|ranking| choose_ranked_params(ranking, elements, dtype, dead_bits));
     // Groups matters only below the size that would beat it: ranked's (which wins ties) and
     // one past stored's (which loses them).
     let beat = ranked.map_or(usize::MAX, |r| r.1).min(stored.1 + 1);
-    let groups = (coding != Coding::Ranked)
-        .then(|| choose_groups_params(isa, &ranges, &stats, dtype, &size_of, beat));
+    let groups = ranges
+        .as_ref()
+        .map(|ranges| choose_groups_params(isa, ranges, &stats, dtype, &size_of, beat));
     // Ties: ranked, then groups, then stored (FORMAT.md 7.5).
     let mut best = stored;
     for candidate in [groups, ranked].into_iter().flatten() {
@@ -153,6 +157,8 @@ fn encode_elements<const B: usize, I: Isa>(
             out[FRAME_HEADER_BYTES..FRAME_HEADER_BYTES + input.len()].copy_from_slice(input)
         }
         FrameParams::Ranked(r) => {
+            // Chosen only as a candidate, that is with the ranking made.
+            let ranking = ranking.unwrap_or_else(rank);
             if B == 2 {
                 write_ranked::<B, u16, I>(isa, input, elements, &fields, &r, &ranking, &layout, out)
             } else {
@@ -160,6 +166,9 @@ fn encode_elements<const B: usize, I: Isa>(
             }
         }
         FrameParams::Groups(g) => {
+            // Chosen only as a candidate, that is with the ranges gathered.
+            let ranges =
+                ranges.unwrap_or_else(|| GroupRanges::gather::<B>(input, elements, &fields));
             if B == 2 {
                 write_groups::<B, u16, I>(isa, input, elements, &fields, &g, &ranges, &layout, out)
             } else {

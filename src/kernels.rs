@@ -781,29 +781,40 @@ pub struct Ranking {
 impl Ranking {
     /// Ranks the `alphabet` exponent values by their counts in `histogram`.
     pub fn new(histogram: &[u32; MAX_SYMBOLS], alphabet: usize) -> Ranking {
-        // The values present first, by count descending and ties by value ascending (distinct
-        // values: a total order, so an unstable sort gives the one answer), then the absent
-        // ones ascending (already in their final order).
-        let mut order: [u8; MAX_SYMBOLS] = core::array::from_fn(|x| x as u8);
-        let present = histogram[..alphabet].iter().filter(|&&c| c > 0).count();
-        let (mut p, mut a) = (0, present);
+        // The values present first, by count descending and ties by value ascending: sorted as
+        // keys `(!count, value)` (distinct, so an unstable sort gives the one answer); then the
+        // absent ones ascending.
+        let mut keys = [0u64; MAX_SYMBOLS];
+        let mut order = [0u8; MAX_SYMBOLS];
+        let (mut present, mut absent) = (0, 0);
         for (x, &c) in histogram[..alphabet].iter().enumerate() {
-            let slot = if c > 0 { &mut p } else { &mut a };
-            order[*slot] = x as u8;
-            *slot += 1;
+            if c > 0 {
+                keys[present] = u64::from(!c) << 8 | x as u64;
+                present += 1;
+            } else {
+                // Parked at the end, moved behind the present ones below.
+                order[MAX_SYMBOLS - 1 - absent] = x as u8;
+                absent += 1;
+            }
         }
-        order[..present].sort_unstable_by(|&x, &y| {
-            let count = |v: u8| histogram[usize::from(v)];
-            count(y).cmp(&count(x)).then(x.cmp(&y))
-        });
+        keys[..present].sort_unstable();
+        for (o, &key) in order.iter_mut().zip(&keys[..present]) {
+            *o = key as u8;
+        }
+        order.copy_within(MAX_SYMBOLS - absent.., present);
+        order[present..alphabet].reverse();
+        for (slot, x) in order[alphabet..].iter_mut().zip(alphabet..) {
+            *slot = x as u8;
+        }
         let mut rank = [0u16; MAX_SYMBOLS];
         let mut covered = [0u32; MAX_SYMBOLS + 1];
-        for (r, &x) in order[..alphabet].iter().enumerate() {
-            rank[x as usize] = r as u16;
-            covered[r + 1] = covered[r] + histogram[x as usize];
+        for (r, &x) in order[..present].iter().enumerate() {
+            covered[r + 1] = covered[r] + histogram[usize::from(x)];
         }
-        for s in alphabet + 1..=MAX_SYMBOLS {
-            covered[s] = covered[alphabet];
+        let total = covered[present];
+        covered[present + 1..].fill(total);
+        for (r, &x) in order[..alphabet].iter().enumerate() {
+            rank[usize::from(x)] = r as u16;
         }
         Ranking {
             order,

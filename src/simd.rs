@@ -1663,7 +1663,10 @@ mod x86 {
         let mut counters = [_mm512_setzero_si512(); kernels::FREQUENT];
         let mut or = _mm512_setzero_si512();
         // Exponents that are none of `frequent`: at most `at` before block `at`.
-        let mut others = [0u8; kernels::CHUNK + 64];
+        // Not zeroed (a chunk's worth each call would cost about 1% of encoding): only the
+        // `listed` bytes written below are read.
+        let mut others = core::mem::MaybeUninit::<[u8; kernels::CHUNK + 64]>::uninit();
+        let op = others.as_mut_ptr().cast::<u8>();
         let mut listed = 0;
         let (ip, xp) = (input.as_ptr(), x.as_mut_ptr());
         for at in (0..blocks).step_by(64) {
@@ -1709,10 +1712,14 @@ mod x86 {
             // are there would be mispredicted in most blocks.
             let rest = !matched;
             let picked = _mm512_maskz_compress_epi8(rest, exps);
-            _mm512_storeu_si512(window_mut::<64>(&mut others, listed).cast(), picked);
+            // SAFETY: `listed <= at` (one entry at most per element before this block), so
+            // the 64 bytes from `listed` lie inside `others` (`CHUNK + 64` bytes).
+            _mm512_storeu_si512(op.add(listed).cast(), picked);
             listed += rest.count_ones() as usize;
         }
-        for &v in &others[..listed] {
+        // SAFETY: the stores above wrote `others[..listed]`.
+        let others = core::slice::from_raw_parts(op, listed);
+        for &v in others {
             stats.histogram[usize::from(v)] += 1;
         }
         let sums = counters.map(|counter| _mm512_sad_epu8(counter, _mm512_setzero_si512()));
