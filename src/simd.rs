@@ -1493,6 +1493,27 @@ mod x86 {
         v
     }
 
+    /// [`fields32`] of all 32 lanes for fields wider than 16 bits: 32-bit lanes, the first 16
+    /// values in the first vector.
+    ///
+    /// SAFETY: as [`fields32`]'s.
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
+    )]
+    #[inline]
+    unsafe fn fields32_wide(fp: *const u8, subs: &[SubShifts], at: usize) -> (__m512i, __m512i) {
+        let (mut lo, mut hi) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+        for &(offset, take, place, mask) in subs {
+            let w = _mm512_loadu_si512(fp.add(offset + 2 * at).cast());
+            let f = _mm512_and_si512(_mm512_srl_epi16(w, take), mask);
+            let f0 = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(f));
+            let f1 = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64::<1>(f));
+            lo = _mm512_or_si512(lo, _mm512_sll_epi32(f0, place));
+            hi = _mm512_or_si512(hi, _mm512_sll_epi32(f1, place));
+        }
+        (lo, hi)
+    }
+
     /// [`kernels::compress`] on bytes, 64 lanes per step: `vpcompressb` and one 64-byte store
     /// where `out` has room for it, else the portable step.
     #[target_feature(
@@ -1906,15 +1927,12 @@ mod x86 {
                         acc[half] = h32_round(acc[half], u);
                     }
                 } else {
-                    let (mut lo, mut hi) = (_mm512_setzero_si512(), _mm512_setzero_si512());
-                    for &(offset, take, place, mask) in residual_subs {
-                        let w = _mm512_loadu_si512(fp.add(offset + 2 * at).cast());
-                        let f = _mm512_and_si512(_mm512_srl_epi16(w, take), mask);
-                        let f0 = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(f));
-                        let f1 = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64::<1>(f));
-                        lo = _mm512_or_si512(lo, _mm512_sll_epi32(f0, place));
-                        hi = _mm512_or_si512(hi, _mm512_sll_epi32(f1, place));
-                    }
+                    let (lo, hi) = match residual_subs.len() {
+                        1 => fields32_wide(fp, &one, at),
+                        2 => fields32_wide(fp, &two, at),
+                        3 => fields32_wide(fp, &three, at),
+                        _ => fields32_wide(fp, residual_subs, at),
+                    };
                     let xs = [_mm256_castsi256_si128(x), _mm256_extracti128_si256::<1>(x)];
                     for (i, (r, xh)) in [lo, hi].into_iter().zip(xs).enumerate() {
                         let sign = _mm512_sll_epi32(_mm512_srl_epi32(r, live_c), sign_c);
