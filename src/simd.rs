@@ -786,47 +786,70 @@ mod x86 {
     )]
     #[inline]
     unsafe fn pack512<L: Lane>(frame: &mut [u8], plane: &Plane, start: usize, values: &[L]) {
-        if values.is_empty() {
-            return;
-        }
-        let lanes = values.len();
-        let values: &[u8] = bytemuck::cast_slice(values);
         let lane_bytes = (L::BITS / 8) as usize;
-        for sub in plane.subs() {
-            let field_mask = (1u32 << sub.bits) - 1;
-            for Run {
-                word,
-                bit,
-                done,
-                len: run,
-            } in sub.runs(start, lanes)
-            {
-                let words = &mut frame[sub.offset + 2 * word..sub.offset + 2 * (word + run)];
-                let src = &values[lane_bytes * done..lane_bytes * (done + run)];
-                let shifts = (sub.shift, bit, field_mask);
-                for q in (0..run).step_by(2 * STEP) {
-                    let live = match run - q {
-                        n if n >= 2 * STEP => u32::MAX,
-                        n => (1u32 << n) - 1,
-                    };
-                    // SAFETY: the step reads the values and words `q..run` that `live` covers
-                    // (at most 32), inside `src` and `words`.
-                    let (v, w) = (
-                        src.as_ptr().add(lane_bytes * q),
-                        words.as_mut_ptr().add(2 * q),
-                    );
-                    pack_step512::<L>(v, shifts, w, live);
-                }
+        for_each_run(frame, plane, start, values, |src, words, shifts| {
+            let run = src.len() / lane_bytes;
+            let words = &mut words[..2 * run];
+            for q in (0..run).step_by(2 * STEP) {
+                let live = match run - q {
+                    n if n >= 2 * STEP => u32::MAX,
+                    n => (1u32 << n) - 1,
+                };
+                // SAFETY: the step reads the values and words `q..run` that `live` covers (at
+                // most 32), inside `src` and `words`.
+                let (v, w) = (
+                    src.as_ptr().add(lane_bytes * q),
+                    words.as_mut_ptr().add(2 * q),
+                );
+                pack_step512::<L>(v, shifts, w, live);
             }
-        }
+        })
     }
 
-    /// The body of [`pack`].
+    /// The body of [`pack`]: 16 values per step, a run's last few through a scratch step when
+    /// the frame has 16 words there (ORing zeros into the extra ones), else one at a time.
     #[inline(always)]
     unsafe fn pack_runs<L: Lane>(frame: &mut [u8], plane: &Plane, start: usize, values: &[L]) {
-        if values.is_empty() {
-            return;
-        }
+        let lane_bytes = (L::BITS / 8) as usize;
+        for_each_run(frame, plane, start, values, |src, words, shifts| {
+            let run = src.len() / lane_bytes;
+            let steps = src
+                .chunks_exact(lane_bytes * STEP)
+                .zip(words[..2 * run].chunks_exact_mut(2 * STEP));
+            for (v, w) in steps {
+                pack_step::<L>(v, shifts, w);
+            }
+            let q = run / STEP * STEP;
+            if q < run && words.len() >= 2 * (q + STEP) {
+                let mut scratch = [0u8; 4 * STEP];
+                let rest = &src[lane_bytes * q..];
+                scratch[..rest.len()].copy_from_slice(rest);
+                let v = &scratch[..lane_bytes * STEP];
+                pack_step::<L>(v, shifts, &mut words[2 * q..2 * q + 2 * STEP]);
+            } else {
+                let (take, place, mask) = shifts;
+                for q in q..run {
+                    let mut lane = [0u8; 4];
+                    lane[..lane_bytes].copy_from_slice(&src[lane_bytes * q..lane_bytes * (q + 1)]);
+                    let field = ((u32::from_le_bytes(lane) >> take) & mask) << place;
+                    let w = u16::from_le_bytes([words[2 * q], words[2 * q + 1]]) | field as u16;
+                    words[2 * q..2 * q + 2].copy_from_slice(&w.to_le_bytes());
+                }
+            }
+        })
+    }
+
+    /// The runs of `values` (values `start..` of `plane`) in each sub-plane: `fill` gets a
+    /// run's values as bytes, the frame from the run's first word on, and the run's
+    /// (take, place, mask) for [`pack_step`].
+    #[inline(always)]
+    fn for_each_run<L: Lane>(
+        frame: &mut [u8],
+        plane: &Plane,
+        start: usize,
+        values: &[L],
+        mut fill: impl FnMut(&[u8], &mut [u8], (u32, u32, u32)),
+    ) {
         let lanes = values.len();
         let values: &[u8] = bytemuck::cast_slice(values);
         let lane_bytes = (L::BITS / 8) as usize;
@@ -839,32 +862,12 @@ mod x86 {
                 len: run,
             } in sub.runs(start, lanes)
             {
-                let words = &mut frame[sub.offset + 2 * word..];
                 let src = &values[lane_bytes * done..lane_bytes * (done + run)];
-                let shifts = (sub.shift, bit, field_mask);
-                let steps = src
-                    .chunks_exact(lane_bytes * STEP)
-                    .zip(words[..2 * run].chunks_exact_mut(2 * STEP));
-                for (v, w) in steps {
-                    pack_step::<L>(v, shifts, w);
-                }
-                let q = run / STEP * STEP;
-                if q < run && words.len() >= 2 * (q + STEP) {
-                    let mut scratch = [0u8; 4 * STEP];
-                    let rest = &src[lane_bytes * q..];
-                    scratch[..rest.len()].copy_from_slice(rest);
-                    let v = &scratch[..lane_bytes * STEP];
-                    pack_step::<L>(v, shifts, &mut words[2 * q..2 * q + 2 * STEP]);
-                } else {
-                    for q in q..run {
-                        let mut lane = [0u8; 4];
-                        lane[..lane_bytes]
-                            .copy_from_slice(&src[lane_bytes * q..lane_bytes * (q + 1)]);
-                        let field = ((u32::from_le_bytes(lane) >> sub.shift) & field_mask) << bit;
-                        let w = u16::from_le_bytes([words[2 * q], words[2 * q + 1]]) | field as u16;
-                        words[2 * q..2 * q + 2].copy_from_slice(&w.to_le_bytes());
-                    }
-                }
+                fill(
+                    src,
+                    &mut frame[sub.offset + 2 * word..],
+                    (sub.shift, bit, field_mask),
+                );
             }
         }
     }
@@ -896,7 +899,9 @@ mod x86 {
                     let u = _mm512_maskz_loadu_epi32((live >> h) as u16, values.add(4 * h).cast());
                     _mm512_srl_epi32(u, take)
                 });
-                _mm512_permutex2var_epi16(a, _mm512_loadu_si512(EVEN_WORDS.as_ptr().cast()), b)
+                // `vpermt2w` indices 0, 2, .., 62: the first half of LOW_BYTES, widened.
+                let evens = _mm512_cvtepu8_epi16(_mm256_loadu_si256(LOW_BYTES.as_ptr().cast()));
+                _mm512_permutex2var_epi16(a, evens, b)
             }
         };
         let field = _mm512_and_si512(v, _mm512_set1_epi16(mask as u16 as i16));
@@ -905,17 +910,6 @@ mod x86 {
         let merged = _mm512_or_si512(_mm512_maskz_loadu_epi16(live, o), field);
         _mm512_mask_storeu_epi16(o, live, merged);
     }
-
-    /// `vpermt2w` indices that gather the low halves of the 32-bit lanes of two registers.
-    static EVEN_WORDS: [u16; 32] = {
-        let mut index = [0u16; 32];
-        let mut i = 0;
-        while i < 32 {
-            index[i] = 2 * i as u16;
-            i += 1;
-        }
-        index
-    };
 
     /// One step of [`pack`]: the fields at bit `take` of 16 values (`values`), masked, shifted
     /// left by `place` and ORed into 16 words (`words`, 32 bytes).
