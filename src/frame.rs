@@ -96,8 +96,7 @@ fn encode_elements<const B: usize, I: Isa>(
     // groups coding is a candidate, each group's exponent range.
     let exponent_fields = Fields::new(dtype, 0);
     let mut stats = FrameStats::new(elements);
-    // Only when the groups coding is a candidate (8 KiB to set up per frame).
-    let mut ranges = (coding != Coding::Ranked).then(|| GroupRanges::new(elements));
+    let mut ranges = GroupRanges::new(elements);
     let mut x = [0u8; CHUNK];
     let mut hashed = H32::new();
     for start in (0..elements).step_by(CHUNK) {
@@ -105,7 +104,7 @@ fn encode_elements<const B: usize, I: Isa>(
         let run = &input[B * start..B * (start + len)];
         let hash = checksums.then_some(&mut hashed);
         isa.exponent_stats::<B>(&exponent_fields, run, &mut x[..len], &mut stats, hash);
-        if let Some(ranges) = ranges.as_mut() {
+        if coding != Coding::Ranked {
             ranges.add(start, &x[..len]);
         }
     }
@@ -113,18 +112,25 @@ fn encode_elements<const B: usize, I: Isa>(
     let dead_bits = stats.dead_bits(dtype) as u8;
     let size_of = |params: &FrameParams| frame_bytes(dtype, elements, dead_bits, params);
 
-    let stored = (FrameParams::Stored, max_frame_bytes(dtype, elements));
-    let rank = || Ranking::new(&stats.histogram, 1 << dtype.exponent_bits());
-    let ranking = (coding != Coding::Groups).then(rank);
-    let ranked = ranking
-        .as_ref()
-        .map(|ranking| choose_ranked_params(ranking, elements, dtype, dead_bits));
+    let stored = (Plan::Stored, max_frame_bytes(dtype, elements));
+    let ranking = (coding != Coding::Groups)
+        .then(|| Ranking::new(&stats.histogram, 1 << dtype.exponent_bits()));
+    let ranked = ranking.as_ref().map(|ranking| {
+        let (params, bytes) = choose_ranked_params(ranking, elements, dtype, dead_bits);
+        (Plan::Ranked(params, ranking), bytes)
+    });
     // Groups matters only below the size that would beat it: ranked's (which wins ties) and
     // one past stored's (which loses them).
-    let beat = ranked.map_or(usize::MAX, |r| r.1).min(stored.1 + 1);
-    let groups = ranges
+    let beat = ranked
         .as_ref()
-        .map(|ranges| choose_groups_params(isa, ranges, &stats, dtype, &size_of, beat));
+        .map_or(usize::MAX, |r| r.1)
+        .min(stored.1 + 1);
+    let groups = (coding != Coding::Ranked).then(|| {
+        match choose_groups_params(isa, &ranges, &stats, dtype, &size_of, beat) {
+            (FrameParams::Groups(params), bytes) => (Plan::Groups(params, &ranges), bytes),
+            (_, bytes) => (Plan::Stored, bytes),
+        }
+    });
     // Ties: ranked, then groups, then stored (FORMAT.md 7.5).
     let mut best = stored;
     for candidate in [groups, ranked].into_iter().flatten() {
@@ -132,7 +138,12 @@ fn encode_elements<const B: usize, I: Isa>(
             best = candidate;
         }
     }
-    let (params, bytes) = best;
+    let (plan, bytes) = best;
+    let params = match plan {
+        Plan::Stored => FrameParams::Stored,
+        Plan::Ranked(params, _) => FrameParams::Ranked(params),
+        Plan::Groups(params, _) => FrameParams::Groups(params),
+    };
     let dead_bits = if params == FrameParams::Stored {
         0
     } else {
@@ -152,27 +163,22 @@ fn encode_elements<const B: usize, I: Isa>(
     out[..FRAME_HEADER_BYTES].copy_from_slice(&header.to_bytes());
     let layout = FrameLayout::new(dtype, elements, dead_bits, &params);
     let fields = Fields::new(dtype, dead_bits.into());
-    match params {
-        FrameParams::Stored => {
+    match plan {
+        Plan::Stored => {
             out[FRAME_HEADER_BYTES..FRAME_HEADER_BYTES + input.len()].copy_from_slice(input)
         }
-        FrameParams::Ranked(r) => {
-            // Chosen only as a candidate, that is with the ranking made.
-            let ranking = ranking.unwrap_or_else(rank);
+        Plan::Ranked(r, ranking) => {
             if B == 2 {
-                write_ranked::<B, u16, I>(isa, input, elements, &fields, &r, &ranking, &layout, out)
+                write_ranked::<B, u16, I>(isa, input, elements, &fields, &r, ranking, &layout, out)
             } else {
-                write_ranked::<B, u32, I>(isa, input, elements, &fields, &r, &ranking, &layout, out)
+                write_ranked::<B, u32, I>(isa, input, elements, &fields, &r, ranking, &layout, out)
             }
         }
-        FrameParams::Groups(g) => {
-            // Chosen only as a candidate, that is with the ranges gathered.
-            let ranges =
-                ranges.unwrap_or_else(|| GroupRanges::gather::<B>(input, elements, &fields));
+        Plan::Groups(g, ranges) => {
             if B == 2 {
-                write_groups::<B, u16, I>(isa, input, elements, &fields, &g, &ranges, &layout, out)
+                write_groups::<B, u16, I>(isa, input, elements, &fields, &g, ranges, &layout, out)
             } else {
-                write_groups::<B, u32, I>(isa, input, elements, &fields, &g, &ranges, &layout, out)
+                write_groups::<B, u32, I>(isa, input, elements, &fields, &g, ranges, &layout, out)
             }
         }
     }
@@ -199,7 +205,7 @@ fn choose_ranked_params(
     elements: usize,
     dtype: Dtype,
     dead_bits: u8,
-) -> (FrameParams, usize) {
+) -> (RankedParams, usize) {
     let fixed = ranked_fixed_bytes(dtype, elements, dead_bits);
     let (levels, widths, counts, bytes) =
         choose_ranked(ranking, elements, dtype.exponent_bits(), &FrameBytes);
@@ -208,13 +214,20 @@ fn choose_ranked_params(
         ranked_exponent_bytes(dtype, elements, levels, widths, counts)
     );
     (
-        FrameParams::Ranked(RankedParams {
+        RankedParams {
             levels,
             widths,
             counts,
-        }),
+        },
         fixed + bytes,
     )
+}
+
+/// A frame's coding as chosen, with what writing it needs.
+enum Plan<'a> {
+    Stored,
+    Ranked(RankedParams, &'a Ranking),
+    Groups(GroupsParams, &'a GroupRanges),
 }
 
 /// The first smallest groups candidate (FORMAT.md 7.3) when it is smaller than `beat` (the size

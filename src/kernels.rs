@@ -781,26 +781,22 @@ pub struct Ranking {
 impl Ranking {
     /// Ranks the `alphabet` exponent values by their counts in `histogram`.
     pub fn new(histogram: &[u32; MAX_SYMBOLS], alphabet: usize) -> Ranking {
-        // The values present first, by count descending and ties by value ascending: sorted as
-        // keys `(!count, value)` (distinct, so an unstable sort gives the one answer); then the
-        // absent ones ascending.
-        let mut keys = [0u64; MAX_SYMBOLS];
+        // The values present first, by count descending and ties by value ascending: sorted by
+        // the keys `(!count, value)` (distinct, so an unstable sort gives the one answer); then
+        // the absent ones ascending (parked at the end meanwhile, in reverse).
         let mut order = [0u8; MAX_SYMBOLS];
         let (mut present, mut absent) = (0, 0);
         for (x, &c) in histogram[..alphabet].iter().enumerate() {
             if c > 0 {
-                keys[present] = u64::from(!c) << 8 | x as u64;
+                order[present] = x as u8;
                 present += 1;
             } else {
-                // Parked at the end, moved behind the present ones below.
                 order[MAX_SYMBOLS - 1 - absent] = x as u8;
                 absent += 1;
             }
         }
-        keys[..present].sort_unstable();
-        for (o, &key) in order.iter_mut().zip(&keys[..present]) {
-            *o = key as u8;
-        }
+        order[..present]
+            .sort_unstable_by_key(|&x| u64::from(!histogram[usize::from(x)]) << 8 | u64::from(x));
         order.copy_within(MAX_SYMBOLS - absent.., present);
         order[present..alphabet].reverse();
         for (slot, x) in order[alphabet..].iter_mut().zip(alphabet..) {
