@@ -797,9 +797,9 @@ fn read_groups<const B: usize, L: Lane, I: Isa>(
     for start in (0..groups).step_by(CHUNK) {
         let len = CHUNK.min(groups - start);
         isa.unpack(frame, &layout.planes[0], start, &mut bits[..len]);
-        for (q, &bit) in bits[..len].iter().enumerate() {
-            flags.set(start + q, bit != 0);
-        }
+        // `start` is a multiple of 64: the chunk's flags are whole words of the set.
+        let words = &mut flags.0[start / 64..(start + len).div_ceil(64)];
+        isa.escape_masks(&bits[..len], 1, words);
     }
     if flags.count() != params.flagged {
         return Err("flag count differs from the header's");
@@ -828,12 +828,21 @@ fn read_groups<const B: usize, L: Lane, I: Isa>(
             next_high += flagged;
             let mut spread = [0u8; CHUNK];
             isa.expand(&masks, &highs, &mut spread[..len]);
+            // Flags exist only below the full width, so `low < width <= 8`.
             for (y, &h) in y[..len].iter_mut().zip(&spread[..len]) {
-                *y |= ((u32::from(h) << low) & 0xFF) as u8;
+                *y |= h.wrapping_shl(low);
             }
         }
+        // groups_inverse in bytes (every step is a ring operation, so mod 2^8 gives the low
+        // byte of the u32 result): the loop vectorizes.
+        let half = 1u8.wrapping_shl(width - 1);
+        let (base8, e_mask) = (base as u8, ((1u32 << fields.e) - 1) as u8);
         for (x, &y) in x[..len].iter_mut().zip(&y[..len]) {
-            *x = groups_inverse(u32::from(y), base, width, fields.e) as u8;
+            *x = base8.wrapping_sub((y ^ half).wrapping_sub(half)) & e_mask;
+            debug_assert_eq!(
+                u32::from(*x),
+                groups_inverse(u32::from(y), base, width, fields.e)
+            );
         }
         isa.merge_store::<B, L>(
             fields,

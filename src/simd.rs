@@ -382,7 +382,12 @@ mod x86 {
     impl Isa for Avx2 {
         #[inline(always)]
         fn unpack<L: Lane>(self, frame: &[u8], plane: &Plane, start: usize, out: &mut [L]) {
-            unsafe { unpack(frame, plane, start, out) }
+            if self.avx512 {
+                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI/VBMI2.
+                unsafe { unpack512(frame, plane, start, out) }
+            } else {
+                unsafe { unpack(frame, plane, start, out) }
+            }
         }
 
         #[inline(always)]
@@ -656,20 +661,57 @@ mod x86 {
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
     unsafe fn unpack<L: Lane>(frame: &[u8], plane: &Plane, start: usize, out: &mut [L]) {
+        let lane_bytes = (L::BITS / 8) as usize;
+        for_each_unpack_run(frame, plane, start, out, |words, dst, shifts, first| {
+            let run = dst.len() / lane_bytes;
+            let steps = words[..2 * run]
+                .chunks_exact(2 * STEP)
+                .zip(dst.chunks_exact_mut(lane_bytes * STEP));
+            for (w, d) in steps {
+                unpack_step::<L>(w, shifts, first, d);
+            }
+            let q = run / STEP * STEP;
+            if q < run && words.len() >= 2 * (q + STEP) {
+                let mut scratch = [0u8; 4 * STEP];
+                let scratch = &mut scratch[..lane_bytes * STEP];
+                unpack_step::<L>(&words[2 * q..2 * q + 2 * STEP], shifts, true, scratch);
+                for (d, s) in dst[lane_bytes * q..].iter_mut().zip(scratch.iter()) {
+                    *d = if first { *s } else { *d | s };
+                }
+            } else {
+                let (take, place, mask) = shifts;
+                for q in q..run {
+                    let w = u32::from(u16::from_le_bytes([words[2 * q], words[2 * q + 1]]));
+                    let field = ((w >> take) & mask) << place;
+                    let lane = &mut dst[lane_bytes * q..lane_bytes * (q + 1)];
+                    for (b, f) in lane.iter_mut().zip(field.to_le_bytes()) {
+                        *b = if first { f } else { *b | f };
+                    }
+                }
+            }
+        })
+    }
+
+    /// The runs of `out` (values `start..` of `plane`) in each sub-plane: `take` gets the frame
+    /// from the run's first word on, the run's lanes as bytes, its (take, place, mask) for
+    /// [`unpack_step`], and whether the sub-plane is the first (its fields are stored, the
+    /// others' ORed in: every value has a field in every sub-plane). A plane of width 0 (no
+    /// sub-planes) is all zeros.
+    #[inline(always)]
+    fn for_each_unpack_run<L: Lane>(
+        frame: &[u8],
+        plane: &Plane,
+        start: usize,
+        out: &mut [L],
+        mut take: impl FnMut(&[u8], &mut [u8], (u32, u32, u32), bool),
+    ) {
         if plane.subs().is_empty() {
-            // A plane of width 0: every value is 0.
             out.fill(L::default());
         }
-        if out.is_empty() {
-            return;
-        }
-        // The first sub-plane's fields are stored, the others ORed in: every value has a field
-        // in every sub-plane, so each lane is written before it is ORed.
         let lanes = out.len();
         let out: &mut [u8] = bytemuck::cast_slice_mut(out);
         let lane_bytes = (L::BITS / 8) as usize;
         for (s, sub) in plane.subs().iter().enumerate() {
-            let first = s == 0;
             let field_mask = (1u32 << sub.bits) - 1;
             for Run {
                 word,
@@ -678,33 +720,100 @@ mod x86 {
                 len: run,
             } in sub.runs(start, lanes)
             {
-                // From the run's first word to the frame's end.
-                let words = &frame[sub.offset + 2 * word..];
                 let dst = &mut out[lane_bytes * done..lane_bytes * (done + run)];
-                let shifts = (bit, sub.shift, field_mask);
-                let steps = words[..2 * run]
-                    .chunks_exact(2 * STEP)
-                    .zip(dst.chunks_exact_mut(lane_bytes * STEP));
-                for (w, d) in steps {
-                    unpack_step::<L>(w, shifts, first, d);
-                }
-                let q = run / STEP * STEP;
-                if q < run && words.len() >= 2 * (q + STEP) {
-                    let mut scratch = [0u8; 4 * STEP];
-                    let scratch = &mut scratch[..lane_bytes * STEP];
-                    unpack_step::<L>(&words[2 * q..2 * q + 2 * STEP], shifts, true, scratch);
-                    for (d, s) in dst[lane_bytes * q..].iter_mut().zip(scratch.iter()) {
-                        *d = if first { *s } else { *d | s };
-                    }
+                let words = &frame[sub.offset + 2 * word..];
+                take(words, dst, (bit, sub.shift, field_mask), s == 0);
+            }
+        }
+    }
+
+    /// [`unpack`] 32 values at a time, a run's last ones under a lane mask.
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
+    )]
+    #[inline]
+    unsafe fn unpack512<L: Lane>(frame: &[u8], plane: &Plane, start: usize, out: &mut [L]) {
+        let lane_bytes = (L::BITS / 8) as usize;
+        for_each_unpack_run(frame, plane, start, out, |words, dst, shifts, first| {
+            let run = dst.len() / lane_bytes;
+            let words = &words[..2 * run];
+            for q in (0..run).step_by(2 * STEP) {
+                let live = match run - q {
+                    n if n >= 2 * STEP => u32::MAX,
+                    n => (1u32 << n) - 1,
+                };
+                // SAFETY: the step reads the words and writes the lanes `q..run` that `live`
+                // covers (at most 32), inside `words` and `dst`.
+                let (w, d) = (
+                    words.as_ptr().add(2 * q),
+                    dst.as_mut_ptr().add(lane_bytes * q),
+                );
+                unpack_step512::<L>(w, shifts, first, d, live);
+            }
+        })
+    }
+
+    /// [`unpack_step`] for the 32 words at `words` and lanes at `dst` that `live` selects (the
+    /// others are neither read nor written).
+    ///
+    /// SAFETY: the selected words and lanes are in bounds.
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
+    )]
+    #[inline]
+    unsafe fn unpack_step512<L: Lane>(
+        words: *const u8,
+        (take, place, mask): (u32, u32, u32),
+        first: bool,
+        dst: *mut u8,
+        live: u32,
+    ) {
+        let w = _mm512_maskz_loadu_epi16(live, words.cast());
+        let v = _mm512_and_si512(
+            _mm512_srl_epi16(w, _mm_cvtsi32_si128(take as i32)),
+            _mm512_set1_epi16(mask as u16 as i16),
+        );
+        let place = _mm_cvtsi32_si128(place as i32);
+        match L::BITS {
+            8 => {
+                // Shifted into place and cut to a byte (as `or_field` does), then narrowed.
+                let v = _mm512_cvtepi16_epi8(_mm512_sll_epi16(v, place));
+                let o = dst.cast::<i8>();
+                let v = if first {
+                    v
                 } else {
-                    for q in q..run {
-                        let w = u32::from(u16::from_le_bytes([words[2 * q], words[2 * q + 1]]));
-                        let field = ((w >> bit) & field_mask) << sub.shift;
-                        let lane = &mut dst[lane_bytes * q..lane_bytes * (q + 1)];
-                        for (b, f) in lane.iter_mut().zip(field.to_le_bytes()) {
-                            *b = if first { f } else { *b | f };
-                        }
-                    }
+                    _mm256_or_si256(_mm256_maskz_loadu_epi8(live, o), v)
+                };
+                _mm256_mask_storeu_epi8(o, live, v);
+            }
+            16 => {
+                let v = _mm512_sll_epi16(v, place);
+                let o = dst.cast::<i16>();
+                let v = if first {
+                    v
+                } else {
+                    _mm512_or_si512(_mm512_maskz_loadu_epi16(live, o), v)
+                };
+                _mm512_mask_storeu_epi16(o, live, v);
+            }
+            _ => {
+                for half in 0..2 {
+                    let h = if half == 0 {
+                        _mm512_castsi512_si256(v)
+                    } else {
+                        _mm512_extracti64x4_epi64::<1>(v)
+                    };
+                    let v = _mm512_sll_epi32(_mm512_cvtepu16_epi32(h), place);
+                    let (o, live) = (
+                        dst.add(64 * half).cast::<i32>(),
+                        (live >> (16 * half)) as u16,
+                    );
+                    let v = if first {
+                        v
+                    } else {
+                        _mm512_or_si512(_mm512_maskz_loadu_epi32(live, o), v)
+                    };
+                    _mm512_mask_storeu_epi32(o, live, v);
                 }
             }
         }
