@@ -11,8 +11,8 @@ use crate::format::{
 };
 use crate::kernels::{
     choose_ranked, group_flagged, groups_forward, groups_inverse, groups_width, Fields, FrameStats,
-    GroupRanges, Lane, LevelCodes, Plane, PlaneWriter, RankedCost, Ranking, CHUNK, GROUPS_BASES,
-    MAX_LEVELS, MAX_SYMBOLS,
+    GroupRanges, Lane, LevelCodes, Plane, RankedCost, Ranking, CHUNK, GROUPS_BASES, MAX_LEVELS,
+    MAX_SYMBOLS,
 };
 use crate::simd::{Escapes, Isa};
 
@@ -385,13 +385,28 @@ fn write_groups<const B: usize, L: Lane, I: Isa>(
         u32::from(params.width),
         u32::from(params.low),
     );
+    // group_flagged in bytes, a chunk of groups at a time (the loop vectorizes): a group is
+    // flagged when its largest exponent is above `base` or its smallest below `lowest`.
     let mut flags = FlagSet::new();
-    let mut flag_plane = PlaneWriter::new(layout.planes[0]);
-    for t in 0..groups {
-        let (gmin, gmax) = (ranges.min[t].into(), ranges.max[t].into());
-        let flagged = low < width && group_flagged(gmin, gmax, base, low);
-        flags.set(t, flagged);
-        flag_plane.push(out, flagged.into());
+    let mut bits = [0u8; CHUNK];
+    let lowest = (i64::from(base) - (1i64 << low) + 1).max(0) as u8;
+    for first in (0..groups).step_by(CHUNK) {
+        let len = CHUNK.min(groups - first);
+        let (min, max) = (
+            &ranges.min[first..first + len],
+            &ranges.max[first..first + len],
+        );
+        for ((bit, &gmin), &gmax) in bits[..len].iter_mut().zip(min).zip(max) {
+            *bit = u8::from(low < width && (u32::from(gmax) > base || gmin < lowest));
+            debug_assert_eq!(
+                *bit != 0,
+                low < width && group_flagged(gmin.into(), gmax.into(), base, low)
+            );
+        }
+        isa.pack(out, &layout.planes[0], first, &bits[..len]);
+        // `first` is a multiple of 64: the chunk's flags are whole words of the set.
+        let words = &mut flags.0[first / 64..(first + len).div_ceil(64)];
+        isa.escape_masks(&bits[..len], 1, words);
     }
     // Elements past the last stay zero in the low and high planes (their `y` is 0).
     let mut residual = [L::default(); CHUNK];
@@ -410,11 +425,18 @@ fn write_groups<const B: usize, L: Lane, I: Isa>(
             &mut residual[..len],
         );
         isa.pack(out, &layout.residual, start, &residual[..len]);
-        // x becomes y's low bits, `high` its high bits.
+        // x becomes y's low bits, `high` its high bits (groups_forward in bytes: the loop
+        // vectorizes).
+        let (base8, y_mask, low_mask) = (
+            base as u8,
+            ((1u32 << width) - 1) as u8,
+            ((1u32 << low) - 1) as u8,
+        );
         for (x, h) in x[..len].iter_mut().zip(&mut high[..len]) {
-            let y = groups_forward(u32::from(*x), base, width);
-            *x = (y & ((1 << low) - 1)) as u8;
-            *h = (y >> low) as u8;
+            let y = base8.wrapping_sub(*x) & y_mask;
+            debug_assert_eq!(u32::from(y), groups_forward(u32::from(*x), base, width));
+            *x = y & low_mask;
+            *h = (u16::from(y) >> low) as u8;
         }
         isa.pack(out, &layout.planes[1], start, &x[..len]);
         let flagged = isa.compress(&flags.masks(first_group, len), &high[..len], &mut compact);
@@ -430,10 +452,6 @@ struct FlagSet([u64; MAX_FRAME_LEN / GROUP_LEN / 64]);
 impl FlagSet {
     fn new() -> FlagSet {
         FlagSet([0; MAX_FRAME_LEN / GROUP_LEN / 64])
-    }
-    #[inline(always)]
-    fn set(&mut self, t: usize, on: bool) {
-        self.0[t / 64] |= u64::from(on) << (t % 64);
     }
     fn count(&self) -> u32 {
         self.0.iter().map(|w| w.count_ones()).sum()
