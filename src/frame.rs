@@ -10,9 +10,9 @@ use crate::format::{
     FrameParams, GroupsParams, RankedParams, FRAME_HEADER_BYTES, GROUP_LEN, MAX_FRAME_LEN,
 };
 use crate::kernels::{
-    choose_ranked, group_flagged, groups_forward, groups_inverse, groups_width, Fields, FrameStats,
-    GroupRanges, Lane, LevelCodes, Plane, RankedCost, Ranking, CHUNK, GROUPS_BASES, MAX_LEVELS,
-    MAX_SYMBOLS,
+    choose_ranked, groups_flags, groups_inverse_run, groups_split, groups_width, Fields,
+    FrameStats, GroupRanges, Lane, LevelCodes, Plane, RankedCost, Ranking, CHUNK, GROUPS_BASES,
+    MAX_LEVELS, MAX_SYMBOLS,
 };
 use crate::simd::{Escapes, Isa};
 
@@ -385,28 +385,18 @@ fn write_groups<const B: usize, L: Lane, I: Isa>(
         u32::from(params.width),
         u32::from(params.low),
     );
-    // group_flagged in bytes, a chunk of groups at a time (the loop vectorizes): a group is
-    // flagged when its largest exponent is above `base` or its smallest below `lowest`.
+    // The flags a chunk of groups at a time: packed as their plane and kept as a set.
     let mut flags = FlagSet::new();
     let mut bits = [0u8; CHUNK];
-    let lowest = (i64::from(base) - (1i64 << low) + 1).max(0) as u8;
     for first in (0..groups).step_by(CHUNK) {
         let len = CHUNK.min(groups - first);
         let (min, max) = (
             &ranges.min[first..first + len],
             &ranges.max[first..first + len],
         );
-        for ((bit, &gmin), &gmax) in bits[..len].iter_mut().zip(min).zip(max) {
-            *bit = u8::from(low < width && (u32::from(gmax) > base || gmin < lowest));
-            debug_assert_eq!(
-                *bit != 0,
-                low < width && group_flagged(gmin.into(), gmax.into(), base, low)
-            );
-        }
+        groups_flags(min, max, base, width, low, &mut bits[..len]);
         isa.pack(out, &layout.planes[0], first, &bits[..len]);
-        // `first` is a multiple of 64: the chunk's flags are whole words of the set.
-        let words = &mut flags.0[first / 64..(first + len).div_ceil(64)];
-        isa.escape_masks(&bits[..len], 1, words);
+        flags.set_run(isa, first, &bits[..len]);
     }
     // Elements past the last stay zero in the low and high planes (their `y` is 0).
     let mut residual = [L::default(); CHUNK];
@@ -425,19 +415,8 @@ fn write_groups<const B: usize, L: Lane, I: Isa>(
             &mut residual[..len],
         );
         isa.pack(out, &layout.residual, start, &residual[..len]);
-        // x becomes y's low bits, `high` its high bits (groups_forward in bytes: the loop
-        // vectorizes).
-        let (base8, y_mask, low_mask) = (
-            base as u8,
-            ((1u32 << width) - 1) as u8,
-            ((1u32 << low) - 1) as u8,
-        );
-        for (x, h) in x[..len].iter_mut().zip(&mut high[..len]) {
-            let y = base8.wrapping_sub(*x) & y_mask;
-            debug_assert_eq!(u32::from(y), groups_forward(u32::from(*x), base, width));
-            *x = y & low_mask;
-            *h = (u16::from(y) >> low) as u8;
-        }
+        // x becomes y's low bits, `high` its high bits.
+        groups_split(&mut x[..len], &mut high[..len], base, width, low);
         isa.pack(out, &layout.planes[1], start, &x[..len]);
         let flagged = isa.compress(&flags.masks(first_group, len), &high[..len], &mut compact);
         isa.pack(out, &layout.planes[2], next_high, &compact[..flagged]);
@@ -452,6 +431,12 @@ struct FlagSet([u64; MAX_FRAME_LEN / GROUP_LEN / 64]);
 impl FlagSet {
     fn new() -> FlagSet {
         FlagSet([0; MAX_FRAME_LEN / GROUP_LEN / 64])
+    }
+    /// Sets the flags `first..first + bits.len()` from one byte per group (1: flagged);
+    /// `first` is a multiple of 64 (a chunk's start), so they are whole words of the set.
+    fn set_run<I: Isa>(&mut self, isa: I, first: usize, bits: &[u8]) {
+        let words = &mut self.0[first / 64..(first + bits.len()).div_ceil(64)];
+        isa.escape_masks(bits, 1, words);
     }
     fn count(&self) -> u32 {
         self.0.iter().map(|w| w.count_ones()).sum()
@@ -815,9 +800,7 @@ fn read_groups<const B: usize, L: Lane, I: Isa>(
     for start in (0..groups).step_by(CHUNK) {
         let len = CHUNK.min(groups - start);
         isa.unpack(frame, &layout.planes[0], start, &mut bits[..len]);
-        // `start` is a multiple of 64: the chunk's flags are whole words of the set.
-        let words = &mut flags.0[start / 64..(start + len).div_ceil(64)];
-        isa.escape_masks(&bits[..len], 1, words);
+        flags.set_run(isa, start, &bits[..len]);
     }
     if flags.count() != params.flagged {
         return Err("flag count differs from the header's");
@@ -826,7 +809,6 @@ fn read_groups<const B: usize, L: Lane, I: Isa>(
     let mut next_high = 0;
     let mut residual = [L::default(); CHUNK];
     let mut y = [0u8; CHUNK];
-    let mut x = [0u8; CHUNK];
     let mut start = 0;
     while start < elements {
         // A chunk stays inside one row of groups, so its groups are consecutive.
@@ -851,20 +833,10 @@ fn read_groups<const B: usize, L: Lane, I: Isa>(
                 *y |= h.wrapping_shl(low);
             }
         }
-        // groups_inverse in bytes (every step is a ring operation, so mod 2^8 gives the low
-        // byte of the u32 result): the loop vectorizes.
-        let half = 1u8.wrapping_shl(width - 1);
-        let (base8, e_mask) = (base as u8, ((1u32 << fields.e) - 1) as u8);
-        for (x, &y) in x[..len].iter_mut().zip(&y[..len]) {
-            *x = base8.wrapping_sub((y ^ half).wrapping_sub(half)) & e_mask;
-            debug_assert_eq!(
-                u32::from(*x),
-                groups_inverse(u32::from(y), base, width, fields.e)
-            );
-        }
+        groups_inverse_run(&mut y[..len], base, width, fields.e);
         isa.merge_store::<B, L>(
             fields,
-            &x[..len],
+            &y[..len],
             &residual[..len],
             &mut out[B * start..B * (start + len)],
         );

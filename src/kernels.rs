@@ -783,22 +783,24 @@ impl Ranking {
     pub fn new(histogram: &[u32; MAX_SYMBOLS], alphabet: usize) -> Ranking {
         // The values present first, by count descending and ties by value ascending: sorted by
         // the keys `(!count, value)` (distinct, so an unstable sort gives the one answer); then
-        // the absent ones ascending (parked at the end meanwhile, in reverse).
+        // the absent ones ascending, then the values past the alphabet.
         let mut order = [0u8; MAX_SYMBOLS];
-        let (mut present, mut absent) = (0, 0);
+        let mut present = 0;
         for (x, &c) in histogram[..alphabet].iter().enumerate() {
             if c > 0 {
                 order[present] = x as u8;
                 present += 1;
-            } else {
-                order[MAX_SYMBOLS - 1 - absent] = x as u8;
-                absent += 1;
             }
         }
         order[..present]
             .sort_unstable_by_key(|&x| u64::from(!histogram[usize::from(x)]) << 8 | u64::from(x));
-        order.copy_within(MAX_SYMBOLS - absent.., present);
-        order[present..alphabet].reverse();
+        let mut slot = present;
+        for (x, &c) in histogram[..alphabet].iter().enumerate() {
+            if c == 0 {
+                order[slot] = x as u8;
+                slot += 1;
+            }
+        }
         for (slot, x) in order[alphabet..].iter_mut().zip(alphabet..) {
             *slot = x as u8;
         }
@@ -929,6 +931,54 @@ pub fn groups_width(base: u32, lo: u32, hi: u32, e: u32) -> u32 {
 #[inline(always)]
 pub fn group_flagged(gmin: u32, gmax: u32, base: u32, low: u32) -> bool {
     gmax > base || i64::from(gmin) <= i64::from(base) - (1i64 << low)
+}
+
+// The three below compute the definitions above over runs in bytes: every step is a ring
+// operation or a compare, so modulo 2^8 they give the low byte of the u32 results, and the
+// loops vectorize (the u32 forms did not).
+
+/// [`group_flagged`] of a run of groups from their exponent ranges, 1 or 0 per group (never
+/// flagged when `low == n`).
+#[inline(always)]
+pub fn groups_flags(min: &[u8], max: &[u8], base: u32, n: u32, low: u32, flags: &mut [u8]) {
+    // Flagged when the largest exponent is above `base` or the smallest below `lowest`.
+    let lowest = (i64::from(base) - (1i64 << low) + 1).max(0) as u8;
+    for ((flag, &gmin), &gmax) in flags.iter_mut().zip(min).zip(max) {
+        *flag = u8::from(low < n && (u32::from(gmax) > base || gmin < lowest));
+        debug_assert_eq!(
+            *flag != 0,
+            low < n && group_flagged(gmin.into(), gmax.into(), base, low)
+        );
+    }
+}
+
+/// [`groups_forward`] of a run of exponents, split at bit `low`: each `x` becomes its `y`'s low
+/// bits, `high` gets the high bits.
+#[inline(always)]
+pub fn groups_split(x: &mut [u8], high: &mut [u8], base: u32, n: u32, low: u32) {
+    let (base8, y_mask, low_mask) = (
+        base as u8,
+        ((1u32 << n) - 1) as u8,
+        ((1u32 << low) - 1) as u8,
+    );
+    for (x, h) in x.iter_mut().zip(high) {
+        let y = base8.wrapping_sub(*x) & y_mask;
+        debug_assert_eq!(u32::from(y), groups_forward(u32::from(*x), base, n));
+        *x = y & low_mask;
+        *h = (u16::from(y) >> low) as u8;
+    }
+}
+
+/// [`groups_inverse`] of a run of `y`: each becomes its exponent.
+#[inline(always)]
+pub fn groups_inverse_run(y: &mut [u8], base: u32, n: u32, e: u32) {
+    let half = 1u8.wrapping_shl(n - 1);
+    let (base8, e_mask) = (base as u8, ((1u32 << e) - 1) as u8);
+    for y in y.iter_mut() {
+        let x = base8.wrapping_sub((*y ^ half).wrapping_sub(half)) & e_mask;
+        debug_assert_eq!(u32::from(x), groups_inverse(u32::from(*y), base, n, e));
+        *y = x;
+    }
 }
 
 /// Number of base candidates of the groups search: `b` in `mode - 3 ..= mode + 8`.

@@ -727,6 +727,19 @@ mod x86 {
         }
     }
 
+    /// The 32-lane steps over a run of `run` values: `step(q, live)` for every `q` in
+    /// `(0..run).step_by(32)`, `live` selecting the lanes `q..run` (at most 32).
+    #[inline(always)]
+    fn for_each_step32(run: usize, mut step: impl FnMut(usize, u32)) {
+        for q in (0..run).step_by(2 * STEP) {
+            let live = match run - q {
+                n if n >= 2 * STEP => u32::MAX,
+                n => (1u32 << n) - 1,
+            };
+            step(q, live);
+        }
+    }
+
     /// [`unpack`] 32 values at a time, a run's last ones under a lane mask.
     #[target_feature(
         enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
@@ -737,19 +750,15 @@ mod x86 {
         for_each_unpack_run(frame, plane, start, out, |words, dst, shifts, first| {
             let run = dst.len() / lane_bytes;
             let words = &words[..2 * run];
-            for q in (0..run).step_by(2 * STEP) {
-                let live = match run - q {
-                    n if n >= 2 * STEP => u32::MAX,
-                    n => (1u32 << n) - 1,
-                };
+            for_each_step32(run, |q, live| {
                 // SAFETY: the step reads the words and writes the lanes `q..run` that `live`
-                // covers (at most 32), inside `words` and `dst`.
+                // covers, inside `words` and `dst`.
                 let (w, d) = (
                     words.as_ptr().add(2 * q),
                     dst.as_mut_ptr().add(lane_bytes * q),
                 );
                 unpack_step512::<L>(w, shifts, first, d, live);
-            }
+            })
         })
     }
 
@@ -899,19 +908,15 @@ mod x86 {
         for_each_run(frame, plane, start, values, |src, words, shifts| {
             let run = src.len() / lane_bytes;
             let words = &mut words[..2 * run];
-            for q in (0..run).step_by(2 * STEP) {
-                let live = match run - q {
-                    n if n >= 2 * STEP => u32::MAX,
-                    n => (1u32 << n) - 1,
-                };
-                // SAFETY: the step reads the values and words `q..run` that `live` covers (at
-                // most 32), inside `src` and `words`.
+            for_each_step32(run, |q, live| {
+                // SAFETY: the step reads the values and words `q..run` that `live` covers,
+                // inside `src` and `words`.
                 let (v, w) = (
                     src.as_ptr().add(lane_bytes * q),
                     words.as_mut_ptr().add(2 * q),
                 );
                 pack_step512::<L>(v, shifts, w, live);
-            }
+            })
         })
     }
 
