@@ -1583,20 +1583,18 @@ mod x86 {
     #[inline]
     unsafe fn fields32(fp: *const u8, subs: &[SubShifts], at: usize, lanes: u32) -> __m512i {
         let mut v = _mm512_setzero_si512();
-        for (s, &(offset, take, place, mask)) in subs.iter().enumerate() {
-            let words = fp.wrapping_add(offset + 2 * at).cast();
+        for sub in subs {
+            let words = fp.wrapping_add(sub.offset + 2 * at).cast();
             let w = if lanes == u32::MAX {
                 _mm512_loadu_si512(words)
             } else {
                 _mm512_maskz_loadu_epi16(lanes, words.cast())
             };
-            let f = _mm512_and_si512(_mm512_srl_epi16(w, take), mask);
-            // The first (narrowest) sub-plane holds the lowest bits: nothing to shift or merge.
-            v = if s == 0 {
-                f
-            } else {
-                _mm512_or_si512(v, _mm512_sll_epi16(f, place))
-            };
+            // Rotating the 32-bit pairs of words moves each word's field from its bit to its
+            // place in one step (what comes in from the other word of the pair lands outside the
+            // field: `take + p <= 16` and `place + p <= 16`); the placed mask keeps it alone.
+            let f = _mm512_rolv_epi32(w, _mm512_set1_epi32(sub.rotate as i32));
+            v = _mm512_ternarylogic_epi64::<0xF8>(v, f, _mm512_set1_epi32(sub.placed as i32));
         }
         v
     }
@@ -1611,13 +1609,18 @@ mod x86 {
     #[inline]
     unsafe fn fields32_wide(fp: *const u8, subs: &[SubShifts], at: usize) -> (__m512i, __m512i) {
         let (mut lo, mut hi) = (_mm512_setzero_si512(), _mm512_setzero_si512());
-        for &(offset, take, place, mask) in subs {
-            let w = _mm512_loadu_si512(fp.add(offset + 2 * at).cast());
-            let f = _mm512_and_si512(_mm512_srl_epi16(w, take), mask);
-            let f0 = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(f));
-            let f1 = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64::<1>(f));
-            lo = _mm512_or_si512(lo, _mm512_sll_epi32(f0, place));
-            hi = _mm512_or_si512(hi, _mm512_sll_epi32(f1, place));
+        for sub in subs {
+            let w = _mm512_loadu_si512(fp.add(sub.offset + 2 * at).cast());
+            // Each word widened to 32 bits, then as in `fields32`: a rotation takes its field
+            // to its place (only the word's own bits come round), the placed mask keeps it.
+            let (rotate, placed) = (
+                _mm512_set1_epi32(sub.rotate as i32),
+                _mm512_set1_epi32(sub.placed_wide as i32),
+            );
+            let f0 = _mm512_cvtepu16_epi32(_mm512_castsi512_si256(w));
+            let f1 = _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64::<1>(w));
+            lo = _mm512_ternarylogic_epi64::<0xF8>(lo, _mm512_rolv_epi32(f0, rotate), placed);
+            hi = _mm512_ternarylogic_epi64::<0xF8>(hi, _mm512_rolv_epi32(f1, rotate), placed);
         }
         (lo, hi)
     }
@@ -2205,31 +2208,35 @@ mod x86 {
         (exponents, bits)
     }
 
-    /// A sub-plane's words as [`fields32`] reads them: byte offset of the first word, the shift
-    /// counts that take the field from its bit and place it in the value, and the field mask.
-    type SubShifts = (usize, __m128i, __m128i, __m512i);
+    /// A sub-plane's words as [`fields32`] and [`fields32_wide`] read them: the byte offset of
+    /// the first word, the left rotation that takes a field from its bit to its place in the
+    /// value, and the field's mask at its place, for 16-bit values (in both words of a 32-bit
+    /// lane) and for values widened to 32 bits.
+    #[derive(Clone, Copy)]
+    struct SubShifts {
+        offset: usize,
+        rotate: u32,
+        placed: u32,
+        placed_wide: u32,
+    }
 
     /// [`residual_words`]'s sub-planes as [`SubShifts`].
-    #[target_feature(
-        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
-    )]
     #[inline]
-    unsafe fn shifts_of(words: &[(usize, u32, u32, u16); 5]) -> [SubShifts; 5] {
+    fn shifts_of(words: &[(usize, u32, u32, u16); 5]) -> [SubShifts; 5] {
         words.map(|(offset, take, place, mask)| sub_shifts(offset, take, place, mask))
     }
 
     /// One sub-plane's [`SubShifts`].
-    #[target_feature(
-        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
-    )]
     #[inline]
-    unsafe fn sub_shifts(offset: usize, take: u32, place: u32, mask: u16) -> SubShifts {
-        (
+    fn sub_shifts(offset: usize, take: u32, place: u32, mask: u16) -> SubShifts {
+        let placed_wide = u32::from(mask) << place;
+        let placed = u32::from(placed_wide as u16);
+        SubShifts {
             offset,
-            _mm_cvtsi32_si128(take as i32),
-            _mm_cvtsi32_si128(place as i32),
-            _mm512_set1_epi16(mask as i16),
-        )
+            rotate: place.wrapping_sub(take) & 31,
+            placed: placed | placed << 16,
+            placed_wide,
+        }
     }
 
     /// Where the fields of values `start..start + n` are, when every sub-plane holds them in one
