@@ -2104,6 +2104,16 @@ mod x86 {
         let lut = _mm512_broadcast_i32x4(_mm_loadu_si128(table.as_ptr().cast()));
         let escapes = _mm512_set1_epi8(escape as i8);
         let (fp, dp, op) = (frame.as_ptr(), deeper.values.as_ptr(), out.as_mut_ptr());
+        // Planes of one or two sub-planes (every code width from 1 to 6) whose rows hold at
+        // least 32 words: blocks across row ends.
+        // SAFETY: `row_cursors` checked every sub-plane's words; `n` bytes of `out`; 64 queue
+        // bytes readable past every queued exponent.
+        if let Some(cursors) = row_cursors::<1>(frame, plane, start) {
+            return level_rows512(fp, cursors, n, lut, escapes, deeper, op);
+        }
+        if let Some(cursors) = row_cursors::<2>(frame, plane, start) {
+            return level_rows512(fp, cursors, n, lut, escapes, deeper, op);
+        }
         // Per sub-plane: values left in the current row of words, the next value's word, and
         // its bit (a division per chunk, not per stretch).
         let mut rows = [(0usize, 0usize, 0u32); 5];
@@ -2196,16 +2206,118 @@ mod x86 {
         escapes: __m512i,
         queue: *const u8,
     ) -> (__m512i, u64) {
+        let low = fields32(fp, subs, at, lanes as u32);
+        let high = fields32(fp, subs, at + 32, (lanes >> 32) as u32);
+        exponents64(low, high, lanes, lut, escapes, queue)
+    }
+
+    /// [`level_exponents64`] from the codes of its two halves (16-bit lanes).
+    ///
+    /// SAFETY: 64 bytes readable at `queue`.
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
+    )]
+    #[inline]
+    unsafe fn exponents64(
+        low: __m512i,
+        high: __m512i,
+        lanes: u64,
+        lut: __m512i,
+        escapes: __m512i,
+        queue: *const u8,
+    ) -> (__m512i, u64) {
         let low_bytes = _mm512_loadu_si512(LOW_BYTES.as_ptr().cast());
-        let c = _mm512_permutex2var_epi8(
-            fields32(fp, subs, at, lanes as u32),
-            low_bytes,
-            fields32(fp, subs, at + 32, (lanes >> 32) as u32),
-        );
+        let c = _mm512_permutex2var_epi8(low, low_bytes, high);
         let bits = _mm512_cmpeq_epi8_mask(c, escapes) & lanes;
         let values = _mm512_loadu_si512(queue.cast());
         let exponents = _mm512_mask_expand_epi8(_mm512_shuffle_epi8(lut, c), bits, values);
         (exponents, bits)
+    }
+
+    /// A sub-plane read across its rows, for [`level_chunk512`]: where the next value's field
+    /// is, the words per row, and where the field goes in the value.
+    #[derive(Clone, Copy)]
+    struct RowCursor {
+        /// Byte offset of the sub-plane's first word in the frame.
+        offset: usize,
+        /// Words per row `W` (at least 32, so a step of 32 values crosses at most one row end).
+        words: usize,
+        /// Field width `p`.
+        bits: u32,
+        /// The next value's word (`< W`) and the bit of its row.
+        word: usize,
+        bit: u32,
+        /// The field's place in the value, the field mask there (in both words of a 32-bit
+        /// lane), and the rotation from the row's bit to the place.
+        place: u32,
+        placed: u32,
+        rotate: u32,
+    }
+
+    /// The fields of the next 32 values of every sub-plane in `cursors`, in 16-bit lanes (only
+    /// the `lanes` are read, the others are zero), without a branch: a step that reaches the
+    /// end of a row takes its last lanes from the next row's first words, one field higher.
+    /// Every cursor moves on by 32 values.
+    ///
+    /// SAFETY: for every cursor, words `0..W` lie in the buffer at `fp + offset`, and the next
+    /// 32 values' rows exist for the set bits of `lanes`.
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
+    )]
+    #[inline]
+    unsafe fn fields32_rows(fp: *const u8, cursors: &mut [RowCursor], lanes: u32) -> __m512i {
+        let mut v = _mm512_setzero_si512();
+        for c in cursors {
+            // Values left in this row (at least 1); the lanes that are among them.
+            let left = c.words - c.word;
+            let here = _bzhi_u32(u32::MAX, left.min(32) as u32);
+            let row = fp.wrapping_add(c.offset + 2 * c.word);
+            let w = _mm512_maskz_loadu_epi16(here & lanes, row.cast());
+            // Lane `l >= left` is word `l - left` of the next row (the lanes before it are not
+            // read, so the address they would have is never touched).
+            let next = row.wrapping_sub(2 * c.words);
+            let w = _mm512_mask_loadu_epi16(w, !here & lanes, next.cast());
+            let take = _mm512_mask_blend_epi16(
+                here,
+                _mm512_set1_epi16((c.bit + c.bits) as i16),
+                _mm512_set1_epi16(c.bit as i16),
+            );
+            let place = _mm_cvtsi32_si128(c.place as i32);
+            let f = _mm512_sll_epi16(_mm512_srlv_epi16(w, take), place);
+            v = _mm512_ternarylogic_epi64::<0xF8>(v, f, _mm512_set1_epi32(c.placed as i32));
+            let wrapped = usize::from(left <= 32);
+            c.word = c.word + 32 - wrapped * c.words;
+            c.bit += wrapped as u32 * c.bits;
+            c.rotate = c.place.wrapping_sub(c.bit) & 31;
+        }
+        v
+    }
+
+    /// The fields of the next 64 values of every sub-plane in `cursors` when none reaches the
+    /// end of its row, as [`fields32`] reads them (two halves); every cursor moves on by 64.
+    ///
+    /// SAFETY: every cursor has at least 64 values left in its row.
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
+    )]
+    #[inline]
+    unsafe fn fields64_in_row(fp: *const u8, cursors: &mut [RowCursor]) -> (__m512i, __m512i) {
+        let (mut low, mut high) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+        for c in cursors {
+            let row = fp.add(c.offset + 2 * c.word);
+            let (rotate, placed) = (
+                _mm512_set1_epi32(c.rotate as i32),
+                _mm512_set1_epi32(c.placed as i32),
+            );
+            let (a, b) = (
+                _mm512_loadu_si512(row.cast()),
+                _mm512_loadu_si512(row.add(64).cast()),
+            );
+            low = _mm512_ternarylogic_epi64::<0xF8>(low, _mm512_rolv_epi32(a, rotate), placed);
+            high = _mm512_ternarylogic_epi64::<0xF8>(high, _mm512_rolv_epi32(b, rotate), placed);
+            c.word += 64;
+        }
+        (low, high)
     }
 
     /// A sub-plane's words as [`fields32`] and [`fields32_wide`] read them: the byte offset of
@@ -2258,6 +2370,90 @@ mod x86 {
             *slot = (offset, run.bit, sub.shift, ((1u32 << sub.bits) - 1) as u16);
         }
         Some(words)
+    }
+
+    /// [`level_chunk512`]'s blocks of 64 entries through the [`RowCursor`]s of a plane's `N`
+    /// sub-planes, kept in registers: a block inside every row reads whole words, one that
+    /// reaches a row's end (or the last, short block) takes [`fields32_rows`]. Compared with
+    /// stretches of one run of words each (the loop below it in `level_chunk512`), this saves
+    /// the mispredicted exits and the short last block of each stretch: deeper-level planes
+    /// have short rows (a stretch every 160-180 entries on MiniLM).
+    ///
+    /// SAFETY: the cursors' words lie in the buffer at `fp` ([`row_cursors`]); `n` bytes
+    /// writable at `out`; 64 bytes readable past each of the `deeper.count` queued exponents.
+    #[target_feature(
+        enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
+    )]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn level_rows512<const N: usize>(
+        fp: *const u8,
+        mut cursors: [RowCursor; N],
+        n: usize,
+        lut: __m512i,
+        escapes: __m512i,
+        deeper: Escapes<'_>,
+        out: *mut u8,
+    ) -> Option<usize> {
+        let mut k = 0;
+        for block in (0..n).step_by(64) {
+            let lanes = _bzhi_u64(u64::MAX, (n - block).min(64) as u32);
+            // SAFETY: the caller's; `k <= deeper.count` (checked after every block).
+            let in_row = lanes == u64::MAX && cursors.iter().all(|c| c.words - c.word >= 64);
+            let (low, high) = if in_row {
+                fields64_in_row(fp, &mut cursors)
+            } else {
+                let low = fields32_rows(fp, &mut cursors, lanes as u32);
+                (low, fields32_rows(fp, &mut cursors, (lanes >> 32) as u32))
+            };
+            let queue = deeper.values.as_ptr().add(k);
+            let (exponents, bits) = exponents64(low, high, lanes, lut, escapes, queue);
+            _mm512_mask_storeu_epi8(out.add(block).cast(), lanes, exponents);
+            k += bits.count_ones() as usize;
+            if k > deeper.count {
+                return None;
+            }
+        }
+        Some(k)
+    }
+
+    /// [`RowCursor`]s at value `start` of the sub-planes of `plane`, when it has `N` of them,
+    /// each with rows of at least 32 words and all its words inside `frame`.
+    fn row_cursors<const N: usize>(
+        frame: &[u8],
+        plane: &Plane,
+        start: usize,
+    ) -> Option<[RowCursor; N]> {
+        if plane.len != N {
+            return None;
+        }
+        let mut cursors = [RowCursor {
+            offset: 0,
+            words: 0,
+            bits: 0,
+            word: 0,
+            bit: 0,
+            place: 0,
+            placed: 0,
+            rotate: 0,
+        }; N];
+        for (cursor, sub) in cursors.iter_mut().zip(plane.subs()) {
+            if sub.words < 32 || sub.offset + 2 * sub.words > frame.len() {
+                return None;
+            }
+            let run = sub.runs(start, 1).next()?;
+            let placed = (((1u32 << sub.bits) - 1) << sub.shift) & 0xFFFF;
+            *cursor = RowCursor {
+                offset: sub.offset,
+                words: sub.words,
+                bits: sub.bits,
+                word: run.word,
+                bit: run.bit,
+                place: sub.shift,
+                placed: placed | placed << 16,
+                rotate: sub.shift.wrapping_sub(run.bit) & 31,
+            };
+        }
+        Some(cursors)
     }
 
     /// A 16-entry table widened to the portable kernels' table type.
