@@ -99,7 +99,9 @@ fn decode_parallel(stream: &[u8], located: &[enec::FrameInfo], out: &mut [u8]) -
         .zip(located.par_chunks(per_range))
         .try_for_each(|(range_out, range_frames)| {
             for (f, dst) in range_frames.iter().zip(range_out.chunks_mut(frame_out)) {
-                let bytes = &stream[f.offset..f.offset + f.bytes];
+                // The rest of the stream too: the decoder prefetches the next frame, as
+                // `decode` does.
+                let bytes = &stream[f.offset..];
                 decode_frame_with(
                     info.dtype,
                     info.checksums,

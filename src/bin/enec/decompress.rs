@@ -147,7 +147,7 @@ pub enum Unit<'a> {
         index: u32,
         /// Elements in the frame.
         elements: usize,
-        /// The frame's bytes.
+        /// The frame's bytes and the rest of its stream (which the decoder prefetches from).
         frame: &'a [u8],
     },
 }
@@ -197,7 +197,8 @@ impl<'a> Iterator for Units<'_, 'a> {
                             info,
                             index: f.index,
                             elements: f.elements,
-                            frame: &payload[f.offset..f.offset + f.bytes],
+                            // The rest of the stream too: the decoder prefetches the next frame.
+                            frame: &payload[f.offset..],
                         }));
                     }
                     Some(Err(e)) => return self.fail(source, e),
