@@ -2248,7 +2248,8 @@ mod x86 {
         words: usize,
         /// Field width `p`.
         bits: u32,
-        /// The next value's word (`< W`) and the bit of its row.
+        /// The next value's word and the bit of its row (`word = W` after a block that ended
+        /// the row exactly: the next step takes all its lanes from the next row).
         word: usize,
         bit: u32,
         /// The field's place in the value, the field mask there (in both words of a 32-bit
@@ -2272,7 +2273,7 @@ mod x86 {
     unsafe fn fields32_rows(fp: *const u8, cursors: &mut [RowCursor], lanes: u32) -> __m512i {
         let mut v = _mm512_setzero_si512();
         for c in cursors {
-            // Values left in this row (at least 1); the lanes that are among them.
+            // Values left in this row (0 when the row has just ended); the lanes among them.
             let left = c.words - c.word;
             let here = _bzhi_u32(u32::MAX, left.min(32) as u32);
             let row = fp.wrapping_add(c.offset + 2 * c.word);
