@@ -2,9 +2,9 @@
 //!
 //! The frame loops (`frame.rs`) are generic over [`crate::simd::Isa`]. With the `std` feature on
 //! x86_64 they are compiled a second time with AVX2 (and BMI1/2, LZCNT, POPCNT) enabled, over the
-//! kernels of `simd.rs` (AVX2, and AVX-512 where the CPU has F/BW/VL/VBMI/VBMI2), and chosen at run
-//! time when the CPU has them; everything else (no_std builds, other architectures) runs the
-//! portable kernels. All produce identical bytes: `src/simd.rs`'s tests compare each kernel,
+//! kernels of `simd.rs` (AVX2, and AVX-512 where the CPU has F/BW/VL/VBMI/VBMI2/BITALG and
+//! GFNI), and chosen at run time when the CPU has them; everything else (no_std builds, other
+//! architectures) runs the portable kernels. All produce identical bytes: `src/simd.rs`'s tests compare each kernel,
 //! `tests/dispatch.rs` whole frames.
 #![allow(unsafe_code)]
 
@@ -76,8 +76,8 @@ pub fn simd_in_use() -> bool {
 }
 
 /// Which kernels run: `"AVX2+AVX-512"` (the AVX2 kernels, with AVX-512 versions of the hot ones
-/// where the CPU has F, BW, VL, VBMI and VBMI2 and `ENEC_NO_AVX512=1` is not set), `"AVX2"`, or
-/// `"portable"`.
+/// where the CPU has F, BW, VL, VBMI, VBMI2, BITALG and GFNI and `ENEC_NO_AVX512=1` is not set),
+/// `"AVX2"`, or `"portable"`.
 pub fn kernels_in_use() -> &'static str {
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
     if let Some(isa) = avx2() {
