@@ -34,16 +34,13 @@ pub struct Report {
     pub repeats: usize,
 }
 
-/// The frames of `input` cut into one contiguous range per thread of the current rayon pool:
-/// `(first frame, input bytes)` of each.
-fn thread_ranges(input: &[u8], frame_bytes: usize) -> Vec<(usize, &[u8])> {
-    let frames = input.len().div_ceil(frame_bytes);
-    let per_range = frames.div_ceil(rayon::current_num_threads().clamp(1, frames.max(1)));
-    input
-        .chunks(per_range * frame_bytes)
-        .enumerate()
-        .map(|(i, range)| (i * per_range, range))
-        .collect()
+/// Frames per thread of the current rayon pool when `bytes` of frames of `frame_bytes` are cut
+/// into one contiguous range per thread.
+fn frames_per_thread(bytes: usize, frame_bytes: usize) -> usize {
+    let frames = bytes.div_ceil(frame_bytes);
+    frames
+        .div_ceil(rayon::current_num_threads().clamp(1, frames.max(1)))
+        .max(1)
 }
 
 /// Encodes on the current rayon pool, one contiguous range of frames per thread, each range
@@ -57,11 +54,9 @@ fn encode_parallel(
 ) -> enec::Result<Vec<usize>> {
     let frame_len = 1usize << options.frame_log2;
     let frame_bytes = frame_len * options.dtype.element_bytes();
-    let ranges = thread_ranges(input, frame_bytes);
-    let cap = ranges
-        .first()
-        .map_or(0, |(_, r)| r.len().div_ceil(frame_bytes))
-        * max_frame_bytes(options.dtype, frame_len);
+    let per_range = frames_per_thread(input.len(), frame_bytes);
+    let ranges: Vec<&[u8]> = input.chunks(per_range * frame_bytes).collect();
+    let cap = per_range * max_frame_bytes(options.dtype, frame_len);
     pieces.resize_with(ranges.len(), Vec::new);
     for piece in pieces.iter_mut() {
         piece.resize(cap, 0);
@@ -69,7 +64,7 @@ fn encode_parallel(
     ranges
         .par_iter()
         .zip(pieces.par_iter_mut())
-        .map(|((_, range), piece)| {
+        .map(|(range, piece)| {
             let mut at = 0;
             for frame in range.chunks(frame_bytes) {
                 let (dtype, coding, checksums) = (options.dtype, options.coding, options.checksums);
@@ -91,10 +86,7 @@ fn decode_parallel(stream: &[u8], located: &[enec::FrameInfo], out: &mut [u8]) -
     } else {
         Stores::Cached
     };
-    let ranges = thread_ranges(out, frame_out);
-    let per_range = ranges
-        .first()
-        .map_or(1, |(_, r)| r.len().div_ceil(frame_out));
+    let per_range = frames_per_thread(out.len(), frame_out);
     out.par_chunks_mut(per_range * frame_out)
         .zip(located.par_chunks(per_range))
         .try_for_each(|(range_out, range_frames)| {
