@@ -342,7 +342,8 @@ mod x86 {
     use core::arch::x86_64::*;
 
     /// AVX2 (with BMI1/2, LZCNT, POPCNT) kernels; only [`Avx2::detect`] makes one. Where the
-    /// CPU also has AVX-512 (F, BW, VL, VBMI, VBMI2, BITALG, with GFNI), the hottest kernels use it (module docs).
+    /// CPU also has AVX-512 (F, BW, VL, VBMI, VBMI2, BITALG, with GFNI), the hottest kernels use
+    /// it (module docs).
     #[derive(Clone, Copy, Debug)]
     pub(crate) struct Avx2 {
         avx512: bool,
@@ -386,7 +387,7 @@ mod x86 {
         #[inline(always)]
         fn unpack<L: Lane>(self, frame: &[u8], plane: &Plane, start: usize, out: &mut [L]) {
             if self.avx512 {
-                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI/VBMI2/BITALG and GFNI.
+                // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
                 unsafe { unpack512(frame, plane, start, out) }
             } else {
                 unsafe { unpack(frame, plane, start, out) }
@@ -396,7 +397,7 @@ mod x86 {
         #[inline(always)]
         fn pack<L: Lane>(self, frame: &mut [u8], plane: &Plane, start: usize, values: &[L]) {
             if self.avx512 {
-                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI/VBMI2/BITALG and GFNI.
+                // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
                 unsafe { pack512(frame, plane, start, values) }
             } else {
                 unsafe { pack(frame, plane, start, values) }
@@ -406,7 +407,7 @@ mod x86 {
         #[inline(always)]
         fn compress(self, masks: &[u64], values: &[u8], out: &mut [u8]) -> usize {
             if self.avx512 {
-                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI/VBMI2/BITALG and GFNI.
+                // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
                 unsafe { compress512(masks, values, out) }
             } else {
                 unsafe { compress(masks, values, out) }
@@ -436,7 +437,7 @@ mod x86 {
             }
             let (input, x) = (&input[B * sample..B * n], &mut x[sample..n]);
             match stats.frequent() {
-                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI/VBMI2/BITALG and GFNI.
+                // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
                 Some(first) if self.avx512 && (B == 2 || B == 4) => unsafe {
                     exponent_stats512::<B>(fields, input, x, first, stats, hash)
                 },
@@ -462,7 +463,7 @@ mod x86 {
             escaped: &mut [u8],
         ) -> usize {
             if self.avx512 {
-                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI/VBMI2/BITALG and GFNI.
+                // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
                 unsafe { level_codes512(x, level, codes, escaped) }
             } else {
                 level_codes_steps(self, x, level, codes, escaped)
@@ -478,7 +479,7 @@ mod x86 {
             r: &mut [L],
         ) {
             if B == 2 && L::BITS == 16 && self.avx512 {
-                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI/VBMI2/BITALG and GFNI.
+                // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
                 unsafe { split16_512(fields, input, x, bytemuck::cast_slice_mut(r)) }
             } else if B == 2 && L::BITS == 16 {
                 unsafe { split16(fields, input, x, bytemuck::cast_slice_mut(r)) }
@@ -494,7 +495,7 @@ mod x86 {
                 let mut small = [0u8; 16];
                 small[..symbols].copy_from_slice(&table[..symbols]);
                 if self.avx512 {
-                    // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI/VBMI2/BITALG and GFNI.
+                    // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
                     unsafe { lookup16_512(codes, &small, out) }
                 } else {
                     unsafe { lookup16(codes, &small, out) }
@@ -507,7 +508,7 @@ mod x86 {
         #[inline(always)]
         fn escape_masks(self, codes: &[u8], escape: u8, masks: &mut [u64]) -> usize {
             if self.avx512 {
-                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI/VBMI2/BITALG and GFNI.
+                // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
                 unsafe { escape_masks512(codes, escape, masks) }
             } else {
                 unsafe { escape_masks(codes, escape, masks) }
@@ -517,7 +518,7 @@ mod x86 {
         #[inline(always)]
         fn expand(self, masks: &[u64], values: &[u8], out: &mut [u8]) -> usize {
             if self.avx512 {
-                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI/VBMI2/BITALG and GFNI.
+                // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
                 unsafe { expand512(masks, values, out) }
             } else {
                 unsafe { expand(masks, values, out) }
@@ -566,7 +567,7 @@ mod x86 {
         ) -> [[u32; 9]; GROUPS_BASES] {
             let candidates = candidates.min(GROUPS_BASES);
             if self.avx512 && widest <= 3 && first as usize + candidates <= 256 {
-                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI/VBMI2/BITALG and GFNI.
+                // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
                 unsafe { groups_unflagged512(ranges, first, candidates, widest) }
             } else {
                 ranges.unflagged(first, candidates)
@@ -597,7 +598,7 @@ mod x86 {
             streaming: bool,
         ) -> Option<usize> {
             match (B, L::BITS) {
-                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI/VBMI2/BITALG and GFNI.
+                // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
                 (2, 16) | (4, 32) if self.avx512 && escape < 16 => unsafe {
                     ranked_chunk512::<B, L>(
                         self, fields, frame, plane, residual, start, table, escape, deeper, out,
@@ -622,7 +623,7 @@ mod x86 {
             out: &mut [u8],
         ) -> Option<usize> {
             if self.avx512 && escape < 16 {
-                // SAFETY: `avx512` is set only when `detect` found AVX-512 F/BW/VL/VBMI/VBMI2/BITALG and GFNI.
+                // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
                 unsafe { level_chunk512(self, frame, plane, start, table, escape, deeper, out) }
             } else {
                 level_chunk_steps(self, frame, plane, start, table, escape, deeper, out)
@@ -2252,13 +2253,18 @@ mod x86 {
         /// the row exactly: the next step takes all its lanes from the next row).
         word: usize,
         bit: u32,
-        /// The field's place in the value, the field mask there (in both words of a 32-bit
-        /// lane), and the rotation from the row's bit to the place.
+        /// The field's place in the value and its mask.
         place: u32,
-        placed: u32,
-        rotate: u32,
+        mask: u16,
     }
 
+    impl RowCursor {
+        /// The next value's word as [`fields32`] reads it.
+        #[inline(always)]
+        fn shifts(&self) -> SubShifts {
+            sub_shifts(self.offset + 2 * self.word, self.bit, self.place, self.mask)
+        }
+    }
     /// The fields of the next 32 values of every sub-plane in `cursors`, in 16-bit lanes (only
     /// the `lanes` are read, the others are zero), without a branch: a step that reaches the
     /// end of a row takes its last lanes from the next row's first words, one field higher.
@@ -2289,40 +2295,36 @@ mod x86 {
             );
             let place = _mm_cvtsi32_si128(c.place as i32);
             let f = _mm512_sll_epi16(_mm512_srlv_epi16(w, take), place);
-            v = _mm512_ternarylogic_epi64::<0xF8>(v, f, _mm512_set1_epi32(c.placed as i32));
+            let placed = _mm512_set1_epi32(c.shifts().placed as i32);
+            v = _mm512_ternarylogic_epi64::<0xF8>(v, f, placed);
             let wrapped = usize::from(left <= 32);
             c.word = c.word + 32 - wrapped * c.words;
             c.bit += wrapped as u32 * c.bits;
-            c.rotate = c.place.wrapping_sub(c.bit) & 31;
         }
         v
     }
 
     /// The fields of the next 64 values of every sub-plane in `cursors` when none reaches the
-    /// end of its row, as [`fields32`] reads them (two halves); every cursor moves on by 64.
+    /// end of its row: [`fields32`] of both halves; every cursor moves on by 64.
     ///
     /// SAFETY: every cursor has at least 64 values left in its row.
     #[target_feature(
         enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
     )]
     #[inline]
-    unsafe fn fields64_in_row(fp: *const u8, cursors: &mut [RowCursor]) -> (__m512i, __m512i) {
-        let (mut low, mut high) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+    unsafe fn fields64_in_row<const N: usize>(
+        fp: *const u8,
+        cursors: &mut [RowCursor; N],
+    ) -> (__m512i, __m512i) {
+        let subs = cursors.map(|c| c.shifts());
+        let fields = (
+            fields32(fp, &subs, 0, u32::MAX),
+            fields32(fp, &subs, 32, u32::MAX),
+        );
         for c in cursors {
-            let row = fp.add(c.offset + 2 * c.word);
-            let (rotate, placed) = (
-                _mm512_set1_epi32(c.rotate as i32),
-                _mm512_set1_epi32(c.placed as i32),
-            );
-            let (a, b) = (
-                _mm512_loadu_si512(row.cast()),
-                _mm512_loadu_si512(row.add(64).cast()),
-            );
-            low = _mm512_ternarylogic_epi64::<0xF8>(low, _mm512_rolv_epi32(a, rotate), placed);
-            high = _mm512_ternarylogic_epi64::<0xF8>(high, _mm512_rolv_epi32(b, rotate), placed);
             c.word += 64;
         }
-        (low, high)
+        fields
     }
 
     /// A sub-plane's words as [`fields32`] and [`fields32_wide`] read them: the byte offset of
@@ -2438,15 +2440,13 @@ mod x86 {
             word: 0,
             bit: 0,
             place: 0,
-            placed: 0,
-            rotate: 0,
+            mask: 0,
         }; N];
         for (cursor, sub) in cursors.iter_mut().zip(plane.subs()) {
             if sub.words < 32 || sub.offset + 2 * sub.words > frame.len() {
                 return None;
             }
             let run = sub.runs(start, 1).next()?;
-            let placed = (((1u32 << sub.bits) - 1) << sub.shift) & 0xFFFF;
             *cursor = RowCursor {
                 offset: sub.offset,
                 words: sub.words,
@@ -2454,8 +2454,7 @@ mod x86 {
                 word: run.word,
                 bit: run.bit,
                 place: sub.shift,
-                placed: placed | placed << 16,
-                rotate: sub.shift.wrapping_sub(run.bit) & 31,
+                mask: ((1u32 << sub.bits) - 1) as u16,
             };
         }
         Some(cursors)
