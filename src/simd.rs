@@ -441,6 +441,9 @@ mod x86 {
                 Some(first) if self.avx512 && (B == 2 || B == 4) => unsafe {
                     exponent_stats512::<B>(fields, input, x, first, stats, hash)
                 },
+                Some(first) if B == 2 || B == 4 => unsafe {
+                    exponent_stats_avx2::<B>(fields, input, x, first, stats, hash)
+                },
                 _ => Portable.exponent_stats::<B>(fields, input, x, stats, hash),
             }
         }
@@ -1765,6 +1768,154 @@ mod x86 {
             _mm512_storeu_si512(window_mut::<64>(out, q).cast(), _mm512_shuffle_epi8(lut, c));
         }
         lookup16(&codes[full..n], table, &mut out[full..n]);
+    }
+
+    /// One `h32` round of 8 lanes (checksum.rs `round`; AVX2 has no rotate: two shifts).
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    #[inline]
+    unsafe fn h32_round256(acc: __m256i, w: __m256i) -> __m256i {
+        let w = _mm256_mullo_epi32(w, _mm256_set1_epi32(checksum::P2 as i32));
+        let a = _mm256_add_epi32(acc, w);
+        let a = _mm256_or_si256(_mm256_slli_epi32::<13>(a), _mm256_srli_epi32::<19>(a));
+        _mm256_mullo_epi32(a, _mm256_set1_epi32(checksum::P1 as i32))
+    }
+
+    /// The h32 state's 32 lanes in four registers (register `j` hashes bytes `32 j..32 j + 32`
+    /// of each 128-byte block), or zeros when not hashing.
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    #[inline]
+    unsafe fn h32_lanes(hash: Option<&H32>) -> [__m256i; 4] {
+        match hash {
+            Some(h) => [0, 8, 16, 24].map(|j| _mm256_loadu_si256(h.acc[j..j + 8].as_ptr().cast())),
+            None => [_mm256_setzero_si256(); 4],
+        }
+    }
+
+    /// Stores [`h32_lanes`] back after `bytes` more were hashed.
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    #[inline]
+    unsafe fn h32_store(hash: Option<&mut H32>, acc: [__m256i; 4], bytes: usize) {
+        if let Some(h) = hash {
+            for (j, a) in [0, 8, 16, 24].into_iter().zip(acc) {
+                _mm256_storeu_si256(h.acc[j..j + 8].as_mut_ptr().cast(), a);
+            }
+            h.len += bytes;
+        }
+    }
+
+    /// [`Isa::exponent_stats`] on AVX2, 64 elements per step: the exponents by shift, mask and
+    /// narrowing; the mantissa OR and the h32 lanes in registers; the histogram of the exponents
+    /// `first..first + FREQUENT` ([`FrameStats::frequent`]) by a compare and a subtract per
+    /// value into byte counters, and the other exponents listed by 8-lane shuffles (no branch:
+    /// most steps have one or two) and counted one by one after the loop. The last elements
+    /// short of 64 take the portable path.
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    unsafe fn exponent_stats_avx2<const B: usize>(
+        fields: &Fields,
+        input: &[u8],
+        x: &mut [u8],
+        first: u8,
+        stats: &mut FrameStats,
+        mut hash: Option<&mut H32>,
+    ) {
+        let n = x.len().min(input.len() / B).min(kernels::CHUNK);
+        // Whole h32 blocks only from a block boundary (else the portable path hashes).
+        let blocks = if hash
+            .as_ref()
+            .is_none_or(|h| h.len.is_multiple_of(checksum::BLOCK))
+        {
+            n / 64 * 64
+        } else {
+            0
+        };
+        let mut acc = h32_lanes(hash.as_deref());
+        let hashing = hash.is_some();
+        let m = _mm_cvtsi32_si128(fields.m as i32);
+        let e_mask = (1u32 << fields.e) - 1;
+        let first_v = _mm256_set1_epi8(first as i8);
+        let past = _mm256_set1_epi8(kernels::FREQUENT as i8);
+        // Byte `q` of counter `i`: how many of the elements `32 s + q` had exponent `first + i`
+        // (at most one per step of 32, [`kernels::CHUNK`] / 32 = 32 steps: no wrap).
+        let mut counters = [_mm256_setzero_si256(); kernels::FREQUENT];
+        let mut or = _mm256_setzero_si256();
+        // Exponents that are none of the frequent ones: at most `at` before step `at`. Not
+        // zeroed: only the `listed` bytes written below are read.
+        let mut others = core::mem::MaybeUninit::<[u8; kernels::CHUNK + 8]>::uninit();
+        let op = others.as_mut_ptr().cast::<u8>();
+        let mut listed = 0;
+        let (ip, xp) = (input.as_ptr(), x.as_mut_ptr());
+        for at in (0..blocks).step_by(32) {
+            // SAFETY: `at + 32 <= blocks <= n`: the input bytes `B * (at..at + 32)` and the
+            // exponents `at..at + 32` are in bounds.
+            let u: [__m256i; B] =
+                core::array::from_fn(|i| _mm256_loadu_si256(ip.add(B * at + 32 * i).cast()));
+            // 32 elements are half an h32 block (B = 2) or a whole one (B = 4).
+            let lane = if B == 2 { 2 * (at / 32 % 2) } else { 0 };
+            for (i, &w) in u.iter().enumerate() {
+                if hashing {
+                    acc[lane + i] = h32_round256(acc[lane + i], w);
+                }
+                or = _mm256_or_si256(or, w);
+            }
+            let exps = if B == 2 {
+                let mask = _mm256_set1_epi16(e_mask as i16);
+                let [e0, e1] = [0, 1].map(|i| _mm256_and_si256(_mm256_srl_epi16(u[i], m), mask));
+                _mm256_permute4x64_epi64::<0xD8>(_mm256_packus_epi16(e0, e1))
+            } else {
+                let mask = _mm256_set1_epi32(e_mask as i32);
+                let e: [__m256i; B] =
+                    core::array::from_fn(|i| _mm256_and_si256(_mm256_srl_epi32(u[i], m), mask));
+                let words = [
+                    _mm256_packus_epi32(e[0], e[1 % B]),
+                    _mm256_packus_epi32(e[2 % B], e[3 % B]),
+                ];
+                // Per 128-bit half, 4 exponents of each register in turn: back in order.
+                let bytes = _mm256_packus_epi16(words[0], words[1]);
+                _mm256_permutevar8x32_epi32(bytes, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7))
+            };
+            _mm256_storeu_si256(xp.add(at).cast(), exps);
+            let index = _mm256_sub_epi8(exps, first_v);
+            for (i, c) in counters.iter_mut().enumerate() {
+                let hit = _mm256_cmpeq_epi8(index, _mm256_set1_epi8(i as i8));
+                *c = _mm256_sub_epi8(*c, hit);
+            }
+            // `index >= FREQUENT` (unsigned): the others, to the list 8 lanes at a time.
+            let other = _mm256_cmpeq_epi8(_mm256_max_epu8(index, past), index);
+            let mut bits = _mm256_movemask_epi8(other) as u32;
+            for q in 0..4 {
+                let picked = bits as u8;
+                // SAFETY: `listed <= at + 8 q` (one entry at most per element before these),
+                // so the 8 bytes from `listed` lie inside `others` (`CHUNK + 8` bytes).
+                let v = _mm_loadl_epi64(xp.add(at + 8 * q).cast());
+                let pattern = _mm_cvtsi64_si128(COMPRESS[usize::from(picked)] as i64);
+                _mm_storel_epi64(op.add(listed).cast(), _mm_shuffle_epi8(v, pattern));
+                listed += picked.count_ones() as usize;
+                bits >>= 8;
+            }
+        }
+        // SAFETY: the stores above wrote `others[..listed]`.
+        let others = core::slice::from_raw_parts(op, listed);
+        for &v in others {
+            stats.histogram[usize::from(v)] += 1;
+        }
+        for (i, c) in counters.into_iter().enumerate() {
+            let sums = _mm256_sad_epu8(c, _mm256_setzero_si256());
+            let mut four = [0u64; 4];
+            _mm256_storeu_si256(four.as_mut_ptr().cast(), sums);
+            stats.histogram[usize::from(first) + i] += four.iter().sum::<u64>() as u32;
+        }
+        // Every element's bits ORed (2-byte elements: both halves of the 32-bit lanes).
+        let mut lanes = [0u32; 8];
+        _mm256_storeu_si256(lanes.as_mut_ptr().cast(), or);
+        let lanes = lanes.iter().fold(0, |a, &l| a | l);
+        let lanes = if B == 2 { lanes | lanes >> 16 } else { lanes };
+        stats.mantissa_or |= lanes & ((1 << fields.m) - 1);
+        stats.counted += blocks;
+        h32_store(hash.as_deref_mut(), acc, B * blocks);
+        if blocks < n {
+            let (input, x) = (&input[B * blocks..B * n], &mut x[blocks..n]);
+            Portable.exponent_stats::<B>(fields, input, x, stats, hash);
+        }
     }
 
     /// [`Isa::exponent_stats`] in one pass per 64 elements: the exponents by shift, mask and
