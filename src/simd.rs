@@ -469,7 +469,7 @@ mod x86 {
                 // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
                 unsafe { level_codes512(x, level, codes, escaped) }
             } else {
-                level_codes_steps(self, x, level, codes, escaped)
+                unsafe { level_codes_avx2(self, x, level, codes, escaped) }
             }
         }
 
@@ -1120,6 +1120,73 @@ mod x86 {
             }
             k += bits.count_ones() as usize;
             q += 8;
+        }
+        k
+    }
+
+    /// [`Isa::level_codes`] on AVX2 when the level's symbols lie within 16 consecutive values
+    /// (so far every level of real weights): per 32 exponents one byte shuffle over that window
+    /// gives the codes (values outside it saturate to lanes the shuffle zeroes, read as the
+    /// escape), one compare the escapes, and 8-lane shuffles append the escaped exponents to
+    /// `escaped` without a branch. Other levels, and an `escaped` without 8 bytes of room past
+    /// `x.len()`, take the separate steps.
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    unsafe fn level_codes_avx2(
+        isa: Avx2,
+        x: &[u8],
+        level: &LevelCodes,
+        codes: &mut [u8],
+        escaped: &mut [u8],
+    ) -> usize {
+        let n = x.len().min(codes.len()).min(kernels::CHUNK);
+        let escape = level.escape();
+        let (lo, hi) = level
+            .symbols
+            .iter()
+            .fold((u8::MAX, 0), |(lo, hi), &s| (lo.min(s), hi.max(s)));
+        if level.symbols.is_empty() || hi - lo >= 16 || escaped.len() < n + 8 {
+            return level_codes_steps(isa, x, level, codes, escaped);
+        }
+        // Entry `i`: the code of exponent `lo + i`, XOR the escape (so that zero means escape).
+        let window: [u8; 16] = core::array::from_fn(|i| {
+            level
+                .code
+                .get(usize::from(lo) + i)
+                .map_or(0, |&c| c ^ escape)
+        });
+        let lut = _mm256_broadcastsi128_si256(_mm_loadu_si128(window.as_ptr().cast()));
+        let (lo_v, bias) = (_mm256_set1_epi8(lo as i8), _mm256_set1_epi8(0x70));
+        let escape_v = _mm256_set1_epi8(escape as i8);
+        let (xp, cp, ep) = (x.as_ptr(), codes.as_mut_ptr(), escaped.as_mut_ptr());
+        let mut k = 0;
+        let steps = n / 32 * 32;
+        for q in (0..steps).step_by(32) {
+            // SAFETY: `q + 32 <= n`: `x[q..q + 32]` and `codes[q..q + 32]` are in bounds.
+            let v = _mm256_loadu_si256(xp.add(q).cast());
+            // `v - lo` below 16 keeps its low nibble and a clear top bit; the rest saturate
+            // to a set top bit, which the shuffle turns into 0 (the escape, after the XOR).
+            let index = _mm256_adds_epu8(_mm256_sub_epi8(v, lo_v), bias);
+            let c = _mm256_xor_si256(_mm256_shuffle_epi8(lut, index), escape_v);
+            _mm256_storeu_si256(cp.add(q).cast(), c);
+            let mut bits = _mm256_movemask_epi8(_mm256_cmpeq_epi8(c, escape_v)) as u32;
+            for j in 0..4 {
+                let picked = bits as u8;
+                // SAFETY: `k <= q + 8 j` (one exponent at most per element before these), so
+                // the 8 bytes from `k` lie inside `escaped` (`n + 8` bytes at least).
+                let v8 = _mm_loadl_epi64(xp.add(q + 8 * j).cast());
+                let pattern = _mm_cvtsi64_si128(COMPRESS[usize::from(picked)] as i64);
+                _mm_storel_epi64(ep.add(k).cast(), _mm_shuffle_epi8(v8, pattern));
+                k += picked.count_ones() as usize;
+                bits >>= 8;
+            }
+        }
+        for q in steps..n {
+            let c = level.code[usize::from(x[q])];
+            codes[q] = c;
+            if c == escape {
+                escaped[k] = x[q];
+                k += 1;
+            }
         }
         k
     }
@@ -2803,12 +2870,23 @@ mod tests {
             );
             assert_eq!(ea, eb, "expand");
             let symbols: std::vec::Vec<u8> = {
-                let mut all: std::vec::Vec<u8> = (0..=255).collect();
+                // Half the cases: symbols within 16 consecutive values (the AVX2 level step's
+                // shuffle window), near the top of the byte range at times.
+                let window = rng.below(2) == 0;
+                let base = if rng.below(4) == 0 {
+                    240
+                } else {
+                    rng.below(241)
+                };
+                let mut all: std::vec::Vec<u8> = match window {
+                    true => (base..(base + 16).min(256)).map(|v| v as u8).collect(),
+                    false => (0..=255).collect(),
+                };
                 for i in (1..all.len()).rev() {
                     all.swap(i, rng.below(i + 1));
                 }
                 let most = if rng.below(4) == 0 { 255 } else { 17 };
-                all.truncate(rng.below(most));
+                all.truncate(rng.below(most.min(all.len())));
                 all
             };
             let level = LevelCodes::new(&symbols);
@@ -2825,7 +2903,9 @@ mod tests {
             assert_eq!(ra, rb, "rank_codes of {} symbols", symbols.len());
             // The fused level step: the same codes, and the escaped exponents in order.
             let (mut la, mut lb) = (std::vec![3u8; len], std::vec![4u8; len]);
-            let (mut xa, mut xb) = (std::vec![5u8; len], std::vec![6u8; len]);
+            // Room for the vector steps' whole 8-byte stores past the escaped ones, or not.
+            let room = len + 8 * rng.below(2);
+            let (mut xa, mut xb) = (std::vec![5u8; room], std::vec![6u8; len]);
             let count = isa.level_codes(&x, &level, &mut la, &mut xa);
             let expected = level_codes_steps(Portable, &x, &level, &mut lb, &mut xb);
             assert_eq!((count, &la), (expected, &rb), "level codes");
