@@ -608,6 +608,12 @@ mod x86 {
                         hash, streaming,
                     )
                 },
+                (2, 16) | (4, 32) if escape < 16 => unsafe {
+                    ranked_chunk_avx2::<B, L>(
+                        self, fields, frame, plane, residual, start, table, escape, deeper, out,
+                        hash, streaming,
+                    )
+                },
                 _ => ranked_chunk_steps::<B, L, Self>(
                     self, fields, frame, plane, residual, start, table, escape, deeper, out, hash,
                 ),
@@ -1451,7 +1457,35 @@ mod x86 {
         }
 
         /// Merges 16 exponents (the bytes of `x`) with 16 residuals (as [`Residuals::load16`]
-        /// gives them) and stores the elements at `out` (`16 * B` bytes).
+        /// gives them): the 16 elements in the first register for `B == 2`, 8 in each for
+        /// `B == 4`.
+        #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+        #[inline]
+        unsafe fn elements16<const B: usize>(
+            &self,
+            x: __m128i,
+            r0: __m256i,
+            r1: __m256i,
+        ) -> (__m256i, __m256i) {
+            if B == 2 {
+                let sign = _mm256_sll_epi16(_mm256_srl_epi16(r0, self.live), self.sign);
+                let mask = _mm256_set1_epi16(self.live_mask as u16 as i16);
+                let mant = _mm256_sll_epi16(_mm256_and_si256(r0, mask), self.mantissa);
+                let exp = _mm256_sll_epi16(_mm256_cvtepu8_epi16(x), self.exponent);
+                (_mm256_or_si256(_mm256_or_si256(sign, mant), exp), r1)
+            } else {
+                let mask = _mm256_set1_epi32(self.live_mask as i32);
+                let [u0, u1] = [(r0, x), (r1, _mm_srli_si128::<8>(x))].map(|(rv, xh)| {
+                    let sign = _mm256_sll_epi32(_mm256_srl_epi32(rv, self.live), self.sign);
+                    let mant = _mm256_sll_epi32(_mm256_and_si256(rv, mask), self.mantissa);
+                    let exp = _mm256_sll_epi32(_mm256_cvtepu8_epi32(xh), self.exponent);
+                    _mm256_or_si256(_mm256_or_si256(sign, mant), exp)
+                });
+                (u0, u1)
+            }
+        }
+
+        /// [`Merge::elements16`], stored at `out` (`16 * B` bytes).
         #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
         #[inline]
         unsafe fn store16<const B: usize>(
@@ -1461,23 +1495,10 @@ mod x86 {
             r1: __m256i,
             out: *mut u8,
         ) {
-            if B == 2 {
-                let sign = _mm256_sll_epi16(_mm256_srl_epi16(r0, self.live), self.sign);
-                let mask = _mm256_set1_epi16(self.live_mask as u16 as i16);
-                let mant = _mm256_sll_epi16(_mm256_and_si256(r0, mask), self.mantissa);
-                let exp = _mm256_sll_epi16(_mm256_cvtepu8_epi16(x), self.exponent);
-                let u = _mm256_or_si256(_mm256_or_si256(sign, mant), exp);
-                _mm256_storeu_si256(out.cast(), u);
-            } else {
-                let mask = _mm256_set1_epi32(self.live_mask as i32);
-                for (half, rv) in [r0, r1].into_iter().enumerate() {
-                    let sign = _mm256_sll_epi32(_mm256_srl_epi32(rv, self.live), self.sign);
-                    let mant = _mm256_sll_epi32(_mm256_and_si256(rv, mask), self.mantissa);
-                    let xh = if half == 0 { x } else { _mm_srli_si128::<8>(x) };
-                    let exp = _mm256_sll_epi32(_mm256_cvtepu8_epi32(xh), self.exponent);
-                    let u = _mm256_or_si256(_mm256_or_si256(sign, mant), exp);
-                    _mm256_storeu_si256(out.add(32 * half).cast(), u);
-                }
+            let (u0, u1) = self.elements16::<B>(x, r0, r1);
+            _mm256_storeu_si256(out.cast(), u0);
+            if B == 4 {
+                _mm256_storeu_si256(out.add(32).cast(), u1);
             }
         }
     }
@@ -1518,13 +1539,23 @@ mod x86 {
         Words {
             /// Per sub-plane: byte offset of the chunk's first word, bit to take, bit to place
             /// at, field mask.
-            subs: [(usize, __m128i, __m128i, __m256i); 5],
+            subs: [Words16; 5],
             len: usize,
         },
         Lanes(*const u8),
     }
 
     impl Residuals {
+        /// The words of a plane's `len` sub-planes as [`residual_words`] found them.
+        #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+        #[inline]
+        unsafe fn words(words: &[(usize, u32, u32, u16); 5], len: usize) -> Residuals {
+            Residuals::Words {
+                subs: words16(words),
+                len,
+            }
+        }
+
         /// The residuals of elements `at..at + 16` of the chunk: 16-bit lanes in the first
         /// register for `B == 2`; 32-bit lanes, 8 per register, for `B == 4`.
         #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
@@ -1542,24 +1573,258 @@ mod x86 {
                     };
                     (_mm256_loadu_si256(r.cast()), hi)
                 }
-                Residuals::Words { subs, len } => {
-                    let (mut lo, mut hi) = (_mm256_setzero_si256(), _mm256_setzero_si256());
-                    for &(offset, take, place, mask) in &subs[..*len] {
-                        let w = _mm256_loadu_si256(frame.add(offset + 2 * at).cast());
-                        let f = _mm256_and_si256(_mm256_srl_epi16(w, take), mask);
-                        if B == 2 {
-                            lo = _mm256_or_si256(lo, _mm256_sll_epi16(f, place));
-                        } else {
-                            let f0 = _mm256_cvtepu16_epi32(_mm256_castsi256_si128(f));
-                            let f1 = _mm256_cvtepu16_epi32(_mm256_extracti128_si256::<1>(f));
-                            lo = _mm256_or_si256(lo, _mm256_sll_epi32(f0, place));
-                            hi = _mm256_or_si256(hi, _mm256_sll_epi32(f1, place));
-                        }
-                    }
-                    (lo, hi)
-                }
+                Residuals::Words { subs, len } => fields16::<B>(frame, &subs[..*len], at),
             }
         }
+    }
+
+    /// A sub-plane's words for [`fields16`]: byte offset of the chunk's first word, bit to take,
+    /// bit to place at, field mask.
+    type Words16 = (usize, __m128i, __m128i, __m256i);
+
+    /// The fields of 16 values from `at` on, one 16-word load per sub-plane (shift, mask,
+    /// place, OR): 16-bit lanes in the first register for `B == 2`; 32-bit lanes, 8 per
+    /// register, for `B == 4`.
+    ///
+    /// SAFETY: every sub-plane's words `offset + 2 * (at..at + 16)` lie in the buffer at `fp`.
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    #[inline]
+    unsafe fn fields16<const B: usize>(
+        fp: *const u8,
+        subs: &[Words16],
+        at: usize,
+    ) -> (__m256i, __m256i) {
+        let (mut lo, mut hi) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+        for &(offset, take, place, mask) in subs {
+            let w = _mm256_loadu_si256(fp.add(offset + 2 * at).cast());
+            let f = _mm256_and_si256(_mm256_srl_epi16(w, take), mask);
+            if B == 2 {
+                lo = _mm256_or_si256(lo, _mm256_sll_epi16(f, place));
+            } else {
+                let f0 = _mm256_cvtepu16_epi32(_mm256_castsi256_si128(f));
+                let f1 = _mm256_cvtepu16_epi32(_mm256_extracti128_si256::<1>(f));
+                lo = _mm256_or_si256(lo, _mm256_sll_epi32(f0, place));
+                hi = _mm256_or_si256(hi, _mm256_sll_epi32(f1, place));
+            }
+        }
+        (lo, hi)
+    }
+
+    /// [`residual_words`]' findings as [`fields16`] takes them.
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    #[inline]
+    unsafe fn words16(words: &[(usize, u32, u32, u16); 5]) -> [Words16; 5] {
+        words.map(|(offset, take, place, mask)| {
+            (
+                offset,
+                _mm_cvtsi32_si128(take as i32),
+                _mm_cvtsi32_si128(place as i32),
+                _mm256_set1_epi16(mask as i16),
+            )
+        })
+    }
+
+    /// The first `N` of a plane's sub-planes (the caller knows it has `N`), as an array.
+    #[inline(always)]
+    fn first<const N: usize>(words: &[Words16; 5]) -> [Words16; N] {
+        core::array::from_fn(|i| words[i])
+    }
+
+    /// What [`ranked_chunk_avx2`]'s steps share: the merge, the lookup table, the escape code,
+    /// the frame, output and queue, and how to store and whether to hash.
+    struct RankedStep {
+        merge: Merge,
+        lut: __m256i,
+        escapes: __m256i,
+        fp: *const u8,
+        op: *mut u8,
+        dp: *const u8,
+        count: usize,
+        streaming: bool,
+        hashing: bool,
+    }
+
+    // The methods are inlined into `ranked_chunk_avx2` (its target features apply; too large
+    // for `#[inline]` alone, and `#[inline(always)]` cannot carry `#[target_feature]`).
+    impl RankedStep {
+        /// The chunk's first `blocks` elements (a multiple of 64), 32 per step; `C` and `R`
+        /// give the code plane's and the residual plane's sub-planes. Returns how many queued
+        /// exponents they took, or None when they escape more than the queue holds.
+        ///
+        /// SAFETY: as [`ranked_chunk_avx2`] checks: the planes' words for the blocks in the
+        /// frame, the output in bounds, 32 readable queue bytes past each of `count`.
+        #[inline(always)]
+        unsafe fn blocks<const B: usize, C: AsRef<[Words16]>, R: AsRef<[Words16]>>(
+            &self,
+            codes: C,
+            residuals: R,
+            blocks: usize,
+            acc: &mut [__m256i; 4],
+        ) -> Option<usize> {
+            let (codes, residuals) = (codes.as_ref(), residuals.as_ref());
+            let mut k = 0;
+            for block in (0..blocks).step_by(64) {
+                // Two steps of 32: each h32 register's place in the block is a constant.
+                k = self.step32::<B, 0>(codes, residuals, block, k, acc)?;
+                k = self.step32::<B, 1>(codes, residuals, block, k, acc)?;
+            }
+            Some(k)
+        }
+
+        /// Elements `block + 32 STEP..` (32 of them), from queued exponent `k` on: returns the
+        /// next `k`, or None past the queue's count.
+        #[inline(always)]
+        unsafe fn step32<const B: usize, const STEP: usize>(
+            &self,
+            codes: &[Words16],
+            residuals: &[Words16],
+            block: usize,
+            k: usize,
+            acc: &mut [__m256i; 4],
+        ) -> Option<usize> {
+            let at = block + 32 * STEP;
+            // SAFETY: the caller's; `k <= count`, so the queue bytes `k..k + 32` are readable.
+            let (c0, _) = fields16::<2>(self.fp, codes, at);
+            let (c1, _) = fields16::<2>(self.fp, codes, at + 16);
+            let c = _mm256_permute4x64_epi64::<0xD8>(_mm256_packus_epi16(c0, c1));
+            let bits = _mm256_movemask_epi8(_mm256_cmpeq_epi8(c, self.escapes)) as u32;
+            let (low, high) = (bits as u16, (bits >> 16) as u16);
+            let pattern = _mm256_set_m128i(expand_pattern(high), expand_pattern(low));
+            let values = _mm256_set_m128i(
+                _mm_loadu_si128(self.dp.add(k + low.count_ones() as usize).cast()),
+                _mm_loadu_si128(self.dp.add(k).cast()),
+            );
+            // Lanes without an escape have the pattern's top bit set: they take the lookup.
+            let placed = _mm256_shuffle_epi8(values, pattern);
+            let x = _mm256_blendv_epi8(placed, _mm256_shuffle_epi8(self.lut, c), pattern);
+            let k = k + bits.count_ones() as usize;
+            if k > self.count {
+                return None;
+            }
+            for half in 0..2 {
+                let at = at + 16 * half;
+                let xh = if half == 0 {
+                    _mm256_castsi256_si128(x)
+                } else {
+                    _mm256_extracti128_si256::<1>(x)
+                };
+                let (r0, r1) = fields16::<B>(self.fp, residuals, at);
+                let (u0, u1) = self.merge.elements16::<B>(xh, r0, r1);
+                self.store(B * at, u0);
+                if B == 4 {
+                    self.store(B * at + 32, u1);
+                }
+                if self.hashing {
+                    // Register `j` of the h32 state hashes bytes `32 j..` of each 128.
+                    let j = B * (32 * STEP + 16 * half) % checksum::BLOCK / 32;
+                    acc[j] = h32_round256(acc[j], u0);
+                    if B == 4 {
+                        acc[j + 1] = h32_round256(acc[j + 1], u1);
+                    }
+                }
+            }
+            Some(k)
+        }
+
+        /// 32 output bytes at byte `at` of the output.
+        #[inline(always)]
+        unsafe fn store(&self, at: usize, v: __m256i) {
+            let at = self.op.add(at).cast();
+            if self.streaming {
+                _mm256_stream_si256(at, v);
+            } else {
+                _mm256_storeu_si256(at, v);
+            }
+        }
+    }
+
+    /// [`Isa::ranked_chunk`] on AVX2 in one pass per 32 elements: the codes from the plane's
+    /// words (shift, mask, narrow), one compare for the escapes, `vpshufb` for the lookup, two
+    /// 16-lane expansion patterns for the next queued exponents, the residuals read in place,
+    /// merged, stored and hashed in registers (no array of codes, masks or residuals between
+    /// passes). Chunks whose planes do not lie in one run of words, and the last elements short
+    /// of 64, take the separate steps.
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn ranked_chunk_avx2<const B: usize, L: Lane>(
+        isa: Avx2,
+        fields: &Fields,
+        frame: &[u8],
+        plane: &Plane,
+        residual: &Plane,
+        start: usize,
+        table: &[u8; MAX_SYMBOLS],
+        escape: u8,
+        deeper: Escapes<'_>,
+        out: &mut [u8],
+        mut hash: Option<&mut H32>,
+        streaming: bool,
+    ) -> Option<usize> {
+        let n = (out.len() / B).min(kernels::CHUNK);
+        let blocks = n / 64 * 64;
+        let steps = |start: usize, deeper: Escapes<'_>, out: &mut [u8], hash: Option<&mut H32>| {
+            ranked_chunk_steps::<B, L, Avx2>(
+                isa, fields, frame, plane, residual, start, table, escape, deeper, out, hash,
+            )
+        };
+        // One run of words per sub-plane of both planes, and 32 readable queue bytes past every
+        // exponent a step can start at (`k <= deeper.count` before each step).
+        let fits = blocks > 0
+            && deeper.values.len() >= deeper.count + 32
+            && hash
+                .as_ref()
+                .is_none_or(|h| h.len.is_multiple_of(checksum::BLOCK));
+        let runs = (
+            residual_words(frame, plane, start, blocks),
+            residual_words(frame, residual, start, blocks),
+        );
+        let (true, (Some(code_words), Some(residual_words))) = (fits, runs) else {
+            return steps(start, deeper, out, hash);
+        };
+        let (codes, residuals) = (words16(&code_words), words16(&residual_words));
+        let step = RankedStep {
+            merge: Merge::new(fields),
+            lut: _mm256_broadcastsi128_si256(_mm_loadu_si128(table.as_ptr().cast())),
+            escapes: _mm256_set1_epi8(escape as i8),
+            fp: frame.as_ptr(),
+            op: out.as_mut_ptr(),
+            dp: deeper.values.as_ptr(),
+            count: deeper.count,
+            // Non-temporal stores need 32-byte aligned addresses.
+            streaming: streaming && (out.as_ptr() as usize).is_multiple_of(32),
+            hashing: hash.is_some(),
+        };
+        let mut acc = h32_lanes(hash.as_deref());
+        // The common sub-plane counts as arrays of fixed length, through which the steps run
+        // unrolled with the words' shifts in registers (codes: 1 or 2; residuals: 1 to 3).
+        let (c, r) = (&codes[..plane.len], &residuals[..residual.len]);
+        let (c1, c2) = (first::<1>(&codes), first::<2>(&codes));
+        let (r1, r2, r3) = (
+            first::<1>(&residuals),
+            first::<2>(&residuals),
+            first::<3>(&residuals),
+        );
+        let a = &mut acc;
+        let k = match (c.len(), r.len()) {
+            (1, 1) => step.blocks::<B, _, _>(c1, r1, blocks, a),
+            (1, 2) => step.blocks::<B, _, _>(c1, r2, blocks, a),
+            (1, 3) => step.blocks::<B, _, _>(c1, r3, blocks, a),
+            (2, 1) => step.blocks::<B, _, _>(c2, r1, blocks, a),
+            (2, 2) => step.blocks::<B, _, _>(c2, r2, blocks, a),
+            (2, 3) => step.blocks::<B, _, _>(c2, r3, blocks, a),
+            _ => step.blocks::<B, _, _>(c, r, blocks, a),
+        }?;
+        h32_store(hash.as_deref_mut(), acc, B * blocks);
+        if blocks == n {
+            return Some(k);
+        }
+        // The last elements: the separate steps, from the next queued exponent on.
+        let rest = Escapes {
+            values: &deeper.values[k..],
+            count: deeper.count - k,
+        };
+        let taken = steps(start + blocks, rest, &mut out[B * blocks..B * n], hash)?;
+        Some(k + taken)
     }
 
     /// [`kernels::resolve_store`] with the residual unpack fused in, for tables of at most 16
@@ -1584,26 +1849,7 @@ mod x86 {
         // Only a chunk that is not one run of words per sub-plane unpacks its residuals here.
         let lanes: [L; kernels::CHUNK];
         let residuals = match residual_words(frame, plane, start, n) {
-            Some(words) => {
-                let mut subs = [(
-                    0,
-                    _mm_setzero_si128(),
-                    _mm_setzero_si128(),
-                    _mm256_setzero_si256(),
-                ); 5];
-                for (slot, &(offset, take, place, mask)) in subs.iter_mut().zip(&words) {
-                    *slot = (
-                        offset,
-                        _mm_cvtsi32_si128(take as i32),
-                        _mm_cvtsi32_si128(place as i32),
-                        _mm256_set1_epi16(mask as i16),
-                    );
-                }
-                Residuals::Words {
-                    subs,
-                    len: plane.len,
-                }
-            }
+            Some(words) => Residuals::words(&words, plane.len),
             None => {
                 let mut unpacked = [L::default(); kernels::CHUNK];
                 unpack(frame, plane, start, &mut unpacked[..n]);
