@@ -634,6 +634,8 @@ mod x86 {
             if self.avx512 && escape < 16 {
                 // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
                 unsafe { level_chunk512(self, frame, plane, start, table, escape, deeper, out) }
+            } else if escape < 16 {
+                unsafe { level_chunk_avx2(self, frame, plane, start, table, escape, deeper, out) }
             } else {
                 level_chunk_steps(self, frame, plane, start, table, escape, deeper, out)
             }
@@ -1824,6 +1826,77 @@ mod x86 {
             count: deeper.count - k,
         };
         let taken = steps(start + blocks, rest, &mut out[B * blocks..B * n], hash)?;
+        Some(k + taken)
+    }
+
+    /// [`Isa::level_chunk`] on AVX2: the codes unpacked (the plane's rows are short here, so
+    /// [`unpack`] follows them), then one pass per 32 entries: a compare for the escapes,
+    /// `vpshufb` for the lookup, two 16-lane expansion patterns for the next queued exponents,
+    /// one store (where separate passes had a branch per 16 entries on whether any escaped).
+    /// The last entries short of 32 take the separate steps.
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn level_chunk_avx2(
+        isa: Avx2,
+        frame: &[u8],
+        plane: &Plane,
+        start: usize,
+        table: &[u8; MAX_SYMBOLS],
+        escape: u8,
+        deeper: Escapes<'_>,
+        out: &mut [u8],
+    ) -> Option<usize> {
+        let n = out.len().min(kernels::CHUNK);
+        // 32 readable queue bytes past every exponent a step can start at.
+        let steps = if deeper.values.len() >= deeper.count + 32 {
+            n / 32 * 32
+        } else {
+            0
+        };
+        let mut codes = [0u8; kernels::CHUNK];
+        unpack(frame, plane, start, &mut codes[..steps]);
+        let lut = _mm256_broadcastsi128_si256(_mm_loadu_si128(table.as_ptr().cast()));
+        let escapes = _mm256_set1_epi8(escape as i8);
+        let (cp, op, dp) = (codes.as_ptr(), out.as_mut_ptr(), deeper.values.as_ptr());
+        let mut k = 0;
+        for at in (0..steps).step_by(32) {
+            // SAFETY: `at + 32 <= steps <= n`: the codes and the output `at..at + 32` are in
+            // bounds; `k <= deeper.count` (checked after every step), so the queue bytes
+            // `k..k + 32` are readable.
+            let c = _mm256_loadu_si256(cp.add(at).cast());
+            let bits = _mm256_movemask_epi8(_mm256_cmpeq_epi8(c, escapes)) as u32;
+            let (low, high) = (bits as u16, (bits >> 16) as u16);
+            let pattern = _mm256_set_m128i(expand_pattern(high), expand_pattern(low));
+            let values = _mm256_set_m128i(
+                _mm_loadu_si128(dp.add(k + low.count_ones() as usize).cast()),
+                _mm_loadu_si128(dp.add(k).cast()),
+            );
+            // Lanes without an escape have the pattern's top bit set: they take the lookup.
+            let placed = _mm256_shuffle_epi8(values, pattern);
+            let x = _mm256_blendv_epi8(placed, _mm256_shuffle_epi8(lut, c), pattern);
+            _mm256_storeu_si256(op.add(at).cast(), x);
+            k += bits.count_ones() as usize;
+            if k > deeper.count {
+                return None;
+            }
+        }
+        if steps == n {
+            return Some(k);
+        }
+        let rest = Escapes {
+            values: &deeper.values[k..],
+            count: deeper.count - k,
+        };
+        let taken = level_chunk_steps(
+            isa,
+            frame,
+            plane,
+            start + steps,
+            table,
+            escape,
+            rest,
+            &mut out[steps..n],
+        )?;
         Some(k + taken)
     }
 
