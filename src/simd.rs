@@ -1596,15 +1596,31 @@ mod x86 {
         subs: &[Words16],
         at: usize,
     ) -> (__m256i, __m256i) {
-        let (mut lo, mut hi) = (_mm256_setzero_si256(), _mm256_setzero_si256());
-        for &(offset, take, place, mask) in subs {
+        let field = |&(offset, take, _, mask): &Words16| {
             let w = _mm256_loadu_si256(fp.add(offset + 2 * at).cast());
-            let f = _mm256_and_si256(_mm256_srl_epi16(w, take), mask);
+            _mm256_and_si256(_mm256_srl_epi16(w, take), mask)
+        };
+        let widen = |f: __m256i| {
+            (
+                _mm256_cvtepu16_epi32(_mm256_castsi256_si128(f)),
+                _mm256_cvtepu16_epi32(_mm256_extracti128_si256::<1>(f)),
+            )
+        };
+        let Some((first, rest)) = subs.split_first() else {
+            return (_mm256_setzero_si256(), _mm256_setzero_si256());
+        };
+        // The first sub-plane's fields sit at bit 0 of the value (FORMAT.md 4.5): no shift.
+        let (mut lo, mut hi) = if B == 2 {
+            (field(first), _mm256_setzero_si256())
+        } else {
+            widen(field(first))
+        };
+        for sub in rest {
+            let (f, place) = (field(sub), sub.2);
             if B == 2 {
                 lo = _mm256_or_si256(lo, _mm256_sll_epi16(f, place));
             } else {
-                let f0 = _mm256_cvtepu16_epi32(_mm256_castsi256_si128(f));
-                let f1 = _mm256_cvtepu16_epi32(_mm256_extracti128_si256::<1>(f));
+                let (f0, f1) = widen(f);
                 lo = _mm256_or_si256(lo, _mm256_sll_epi32(f0, place));
                 hi = _mm256_or_si256(hi, _mm256_sll_epi32(f1, place));
             }
