@@ -1642,6 +1642,41 @@ mod x86 {
         })
     }
 
+    /// The exponents of 32 codes `c` (below 16): the escaped ones (code = `escapes`' bytes) take
+    /// the next queued exponents from `queue` in order, the others their entry of `lut` (the
+    /// table in both halves). Also returns the escape mask. Each escaped lane's queue index is
+    /// the count of escaped lanes before it, by a prefix sum of the compare within each 16-lane
+    /// half (the upper half reads on from where the lower half's escapes end).
+    ///
+    /// SAFETY: 32 bytes readable at `queue`.
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    #[inline]
+    unsafe fn resolve32(
+        c: __m256i,
+        lut: __m256i,
+        escapes: __m256i,
+        queue: *const u8,
+    ) -> (__m256i, u32) {
+        let escaped = _mm256_cmpeq_epi8(c, escapes);
+        let bits = _mm256_movemask_epi8(escaped) as u32;
+        // Minus the escaped lanes up to and including each lane, per 128-bit half.
+        let mut sum = escaped;
+        sum = _mm256_add_epi8(sum, _mm256_slli_si256::<1>(sum));
+        sum = _mm256_add_epi8(sum, _mm256_slli_si256::<2>(sum));
+        sum = _mm256_add_epi8(sum, _mm256_slli_si256::<4>(sum));
+        sum = _mm256_add_epi8(sum, _mm256_slli_si256::<8>(sum));
+        // `!sum` = that count - 1: an escaped lane's index among its half's values.
+        let index = _mm256_xor_si256(sum, _mm256_set1_epi8(-1));
+        let low = (bits as u16).count_ones() as usize;
+        let values = _mm256_set_m128i(
+            _mm_loadu_si128(queue.add(low).cast()),
+            _mm_loadu_si128(queue.cast()),
+        );
+        let placed = _mm256_shuffle_epi8(values, index);
+        let x = _mm256_blendv_epi8(_mm256_shuffle_epi8(lut, c), placed, escaped);
+        (x, bits)
+    }
+
     /// The first `N` of a plane's sub-planes (the caller knows it has `N`), as an array.
     #[inline(always)]
     fn first<const N: usize>(words: &[Words16; 5]) -> [Words16; N] {
@@ -1705,16 +1740,7 @@ mod x86 {
             let (c0, _) = fields16::<2>(self.fp, codes, at);
             let (c1, _) = fields16::<2>(self.fp, codes, at + 16);
             let c = _mm256_permute4x64_epi64::<0xD8>(_mm256_packus_epi16(c0, c1));
-            let bits = _mm256_movemask_epi8(_mm256_cmpeq_epi8(c, self.escapes)) as u32;
-            let (low, high) = (bits as u16, (bits >> 16) as u16);
-            let pattern = _mm256_set_m128i(expand_pattern(high), expand_pattern(low));
-            let values = _mm256_set_m128i(
-                _mm_loadu_si128(self.dp.add(k + low.count_ones() as usize).cast()),
-                _mm_loadu_si128(self.dp.add(k).cast()),
-            );
-            // Lanes without an escape have the pattern's top bit set: they take the lookup.
-            let placed = _mm256_shuffle_epi8(values, pattern);
-            let x = _mm256_blendv_epi8(placed, _mm256_shuffle_epi8(self.lut, c), pattern);
+            let (x, bits) = resolve32(c, self.lut, self.escapes, self.dp.add(k));
             let k = k + bits.count_ones() as usize;
             if k > self.count {
                 return None;
@@ -1880,16 +1906,7 @@ mod x86 {
             // bounds; `k <= deeper.count` (checked after every step), so the queue bytes
             // `k..k + 32` are readable.
             let c = _mm256_loadu_si256(cp.add(at).cast());
-            let bits = _mm256_movemask_epi8(_mm256_cmpeq_epi8(c, escapes)) as u32;
-            let (low, high) = (bits as u16, (bits >> 16) as u16);
-            let pattern = _mm256_set_m128i(expand_pattern(high), expand_pattern(low));
-            let values = _mm256_set_m128i(
-                _mm_loadu_si128(dp.add(k + low.count_ones() as usize).cast()),
-                _mm_loadu_si128(dp.add(k).cast()),
-            );
-            // Lanes without an escape have the pattern's top bit set: they take the lookup.
-            let placed = _mm256_shuffle_epi8(values, pattern);
-            let x = _mm256_blendv_epi8(placed, _mm256_shuffle_epi8(lut, c), pattern);
+            let (x, bits) = resolve32(c, lut, escapes, dp.add(k));
             _mm256_storeu_si256(op.add(at).cast(), x);
             k += bits.count_ones() as usize;
             if k > deeper.count {
