@@ -1783,8 +1783,7 @@ mod x86 {
     }
 
     /// [`Isa::ranked_chunk`] on AVX2 in one pass per 32 elements: the codes from the plane's
-    /// words (shift, mask, narrow), one compare for the escapes, `vpshufb` for the lookup, two
-    /// 16-lane expansion patterns for the next queued exponents, the residuals read in place,
+    /// words (shift, mask, narrow), their exponents by [`resolve32`], the residuals read in place,
     /// merged, stored and hashed in registers (no array of codes, masks or residuals between
     /// passes). Chunks whose planes do not lie in one run of words, and the last elements short
     /// of 64, take the separate steps.
@@ -1871,11 +1870,10 @@ mod x86 {
         Some(k + taken)
     }
 
-    /// [`Isa::level_chunk`] on AVX2: the codes unpacked (the plane's rows are short here, so
-    /// [`unpack`] follows them), then one pass per 32 entries: a compare for the escapes,
-    /// `vpshufb` for the lookup, two 16-lane expansion patterns for the next queued exponents,
-    /// one store (where separate passes had a branch per 16 entries on whether any escaped).
-    /// The last entries short of 32 take the separate steps.
+    /// [`Isa::level_chunk`] on AVX2: the codes unpacked into `out` (the plane's rows are short
+    /// here, so [`unpack`] follows them), then one pass per 32 entries in place, [`resolve32`]
+    /// and one store (separate passes had a mispredicted branch per 16 entries on whether any
+    /// escaped). The last entries short of 32 take the separate steps.
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[allow(clippy::too_many_arguments)]
     unsafe fn level_chunk_avx2(
@@ -1895,17 +1893,17 @@ mod x86 {
         } else {
             0
         };
-        let mut codes = [0u8; kernels::CHUNK];
-        unpack(frame, plane, start, &mut codes[..steps]);
+        // The codes go to `out` first; each step then replaces its 32 by their exponents.
+        unpack(frame, plane, start, &mut out[..steps]);
         let lut = _mm256_broadcastsi128_si256(_mm_loadu_si128(table.as_ptr().cast()));
         let escapes = _mm256_set1_epi8(escape as i8);
-        let (cp, op, dp) = (codes.as_ptr(), out.as_mut_ptr(), deeper.values.as_ptr());
+        let (op, dp) = (out.as_mut_ptr(), deeper.values.as_ptr());
         let mut k = 0;
         for at in (0..steps).step_by(32) {
             // SAFETY: `at + 32 <= steps <= n`: the codes and the output `at..at + 32` are in
             // bounds; `k <= deeper.count` (checked after every step), so the queue bytes
             // `k..k + 32` are readable.
-            let c = _mm256_loadu_si256(cp.add(at).cast());
+            let c = _mm256_loadu_si256(op.add(at).cast());
             let (x, bits) = resolve32(c, lut, escapes, dp.add(k));
             _mm256_storeu_si256(op.add(at).cast(), x);
             k += bits.count_ones() as usize;
