@@ -2302,8 +2302,11 @@ mod x86 {
         for (step, at) in (0..blocks).step_by(32).enumerate() {
             // SAFETY: `at + 32 <= blocks <= n`: the input bytes `B * (at..at + 32)` and the
             // exponents `at..at + 32` are in bounds.
-            let u: [__m256i; B] =
-                core::array::from_fn(|i| _mm256_loadu_si256(ip.add(B * at + 32 * i).cast()));
+            // (Loops, not closures, in here: a closure does not get the target features.)
+            let mut u = [_mm256_setzero_si256(); B];
+            for (i, u) in u.iter_mut().enumerate() {
+                *u = _mm256_loadu_si256(ip.add(B * at + 32 * i).cast());
+            }
             // 32 elements are half an h32 block (B = 2) or a whole one (B = 4).
             let lane = if B == 2 { 2 * (at / 32 % 2) } else { 0 };
             for (i, &w) in u.iter().enumerate() {
@@ -2314,12 +2317,15 @@ mod x86 {
             }
             let exps = if B == 2 {
                 let mask = _mm256_set1_epi16(e_mask as i16);
-                let [e0, e1] = [0, 1].map(|i| _mm256_and_si256(_mm256_srl_epi16(u[i], m), mask));
+                let e0 = _mm256_and_si256(_mm256_srl_epi16(u[0], m), mask);
+                let e1 = _mm256_and_si256(_mm256_srl_epi16(u[1 % B], m), mask);
                 _mm256_permute4x64_epi64::<0xD8>(_mm256_packus_epi16(e0, e1))
             } else {
                 let mask = _mm256_set1_epi32(e_mask as i32);
-                let e: [__m256i; B] =
-                    core::array::from_fn(|i| _mm256_and_si256(_mm256_srl_epi32(u[i], m), mask));
+                let mut e = [_mm256_setzero_si256(); B];
+                for (e, &u) in e.iter_mut().zip(&u) {
+                    *e = _mm256_and_si256(_mm256_srl_epi32(u, m), mask);
+                }
                 let words = [
                     _mm256_packus_epi32(e[0], e[1 % B]),
                     _mm256_packus_epi32(e[2 % B], e[3 % B]),
@@ -2347,13 +2353,11 @@ mod x86 {
         }
         window.flush();
         for (p, t) in window.totals.into_iter().enumerate() {
-            let mut lanes = [0u32; 8];
-            _mm256_storeu_si256(lanes.as_mut_ptr().cast(), t);
-            let (even, odd) = lanes
-                .chunks_exact(2)
-                .fold((0, 0), |(e, o), l| (e + l[0], o + l[1]));
-            stats.histogram[base + 2 * p] += even;
-            stats.histogram[base + 2 * p + 1] += odd;
+            // The four 64-bit lanes summed: the even exponent's count low, the odd one's high.
+            let s = _mm_add_epi64(_mm256_castsi256_si128(t), _mm256_extracti128_si256::<1>(t));
+            let both = _mm_cvtsi128_si64(_mm_add_epi64(s, _mm_unpackhi_epi64(s, s))) as u64;
+            stats.histogram[base + 2 * p] += both as u32;
+            stats.histogram[base + 2 * p + 1] += (both >> 32) as u32;
         }
         // Every element's bits ORed (2-byte elements: both halves of the 32-bit lanes).
         let mut lanes = [0u32; 8];
