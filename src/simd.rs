@@ -1148,10 +1148,10 @@ mod x86 {
     ) -> usize {
         let n = x.len().min(codes.len()).min(kernels::CHUNK);
         let escape = level.escape();
-        let (lo, hi) = level
-            .symbols
-            .iter()
-            .fold((u8::MAX, 0), |(lo, hi), &s| (lo.min(s), hi.max(s)));
+        let (mut lo, mut hi) = (u8::MAX, 0);
+        for &s in level.symbols {
+            (lo, hi) = (lo.min(s), hi.max(s));
+        }
         if level.symbols.is_empty() || hi - lo >= 16 || escaped.len() < n + 8 {
             return level_codes_steps(isa, x, level, codes, escaped);
         }
