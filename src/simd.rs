@@ -1706,8 +1706,15 @@ mod x86 {
         ///
         /// SAFETY: as [`ranked_chunk_avx2`] checks: the planes' words for the blocks in the
         /// frame, the output in bounds, 32 readable queue bytes past each of `count`.
+        /// `BYTES`: 2-byte elements whose exponent and residual are a byte each (bf16 without
+        /// dead bits, its residual one 8-bit sub-plane), merged as bytes ([`Self::bytes32`]).
         #[inline(always)]
-        unsafe fn blocks<const B: usize, C: AsRef<[Words16]>, R: AsRef<[Words16]>>(
+        unsafe fn blocks<
+            const B: usize,
+            const BYTES: bool,
+            C: AsRef<[Words16]>,
+            R: AsRef<[Words16]>,
+        >(
             &self,
             codes: C,
             residuals: R,
@@ -1718,16 +1725,46 @@ mod x86 {
             let mut k = 0;
             for block in (0..blocks).step_by(64) {
                 // Two steps of 32: each h32 register's place in the block is a constant.
-                k = self.step32::<B, 0>(codes, residuals, block, k, acc)?;
-                k = self.step32::<B, 1>(codes, residuals, block, k, acc)?;
+                k = self.step32::<B, BYTES, 0>(codes, residuals, block, k, acc)?;
+                k = self.step32::<B, BYTES, 1>(codes, residuals, block, k, acc)?;
             }
             Some(k)
+        }
+
+        /// The 64 output bytes of 32 bf16 elements from their exponents `x` (in order) and the
+        /// residual bytes of the elements `at..at + 32`: a byte select per half instead of the
+        /// 16-bit merge's shifts (low byte: exponent bit 0 over the 7 mantissa bits; high byte:
+        /// the sign over the exponent's upper 7 bits), then interleaved.
+        #[inline(always)]
+        unsafe fn bytes32(
+            &self,
+            residuals: &[Words16],
+            x: __m256i,
+            at: usize,
+        ) -> (__m256i, __m256i) {
+            let (r0, _) = fields16::<2>(self.fp, residuals, at);
+            let (r1, _) = fields16::<2>(self.fp, residuals, at + 16);
+            // Both in the order the byte packing leaves them (per half: 8 of the first 16,
+            // then 8 of the second), which the byte interleave below puts back in order.
+            let r = _mm256_packus_epi16(r0, r1);
+            let x = _mm256_permute4x64_epi64::<0xD8>(x);
+            let top = _mm256_set1_epi8(-128);
+            // A 16-bit shift moves each byte's bit 0 to its bit 7 (or bits 1-7 down); the
+            // select keeps only what belongs to the byte.
+            let x7 = _mm256_slli_epi16::<7>(x);
+            let low = _mm256_xor_si256(r, _mm256_and_si256(_mm256_xor_si256(r, x7), top));
+            let x1 = _mm256_srli_epi16::<1>(x);
+            let high = _mm256_xor_si256(x1, _mm256_and_si256(_mm256_xor_si256(x1, r), top));
+            (
+                _mm256_unpacklo_epi8(low, high),
+                _mm256_unpackhi_epi8(low, high),
+            )
         }
 
         /// Elements `block + 32 STEP..` (32 of them), from queued exponent `k` on: returns the
         /// next `k`, or None past the queue's count.
         #[inline(always)]
-        unsafe fn step32<const B: usize, const STEP: usize>(
+        unsafe fn step32<const B: usize, const BYTES: bool, const STEP: usize>(
             &self,
             codes: &[Words16],
             residuals: &[Words16],
@@ -1744,6 +1781,17 @@ mod x86 {
             let k = k + bits.count_ones() as usize;
             if k > self.count {
                 return None;
+            }
+            if BYTES {
+                let (u0, u1) = self.bytes32(residuals, x, at);
+                self.store(2 * at, u0);
+                self.store(2 * at + 32, u1);
+                if self.hashing {
+                    let j = 2 * STEP;
+                    acc[j] = h32_round256(acc[j], u0);
+                    acc[j + 1] = h32_round256(acc[j + 1], u1);
+                }
+                return Some(k);
             }
             for half in 0..2 {
                 let at = at + 16 * half;
@@ -1848,14 +1896,18 @@ mod x86 {
             first::<3>(&residuals),
         );
         let a = &mut acc;
-        let k = match (c.len(), r.len()) {
-            (1, 1) => step.blocks::<B, _, _>(c1, r1, blocks, a),
-            (1, 2) => step.blocks::<B, _, _>(c1, r2, blocks, a),
-            (1, 3) => step.blocks::<B, _, _>(c1, r3, blocks, a),
-            (2, 1) => step.blocks::<B, _, _>(c2, r1, blocks, a),
-            (2, 2) => step.blocks::<B, _, _>(c2, r2, blocks, a),
-            (2, 3) => step.blocks::<B, _, _>(c2, r3, blocks, a),
-            _ => step.blocks::<B, _, _>(c, r, blocks, a),
+        // bf16 without dead bits: exponent and residual (one 8-bit sub-plane) are bytes.
+        let bytes = B == 2 && (fields.e, fields.m, fields.k) == (8, 7, 0) && r.len() == 1;
+        let k = match (bytes, c.len(), r.len()) {
+            (true, 1, _) => step.blocks::<B, true, _, _>(c1, r1, blocks, a),
+            (true, 2, _) => step.blocks::<B, true, _, _>(c2, r1, blocks, a),
+            (_, 1, 1) => step.blocks::<B, false, _, _>(c1, r1, blocks, a),
+            (_, 1, 2) => step.blocks::<B, false, _, _>(c1, r2, blocks, a),
+            (_, 1, 3) => step.blocks::<B, false, _, _>(c1, r3, blocks, a),
+            (_, 2, 1) => step.blocks::<B, false, _, _>(c2, r1, blocks, a),
+            (_, 2, 2) => step.blocks::<B, false, _, _>(c2, r2, blocks, a),
+            (_, 2, 3) => step.blocks::<B, false, _, _>(c2, r3, blocks, a),
+            _ => step.blocks::<B, false, _, _>(c, r, blocks, a),
         }?;
         h32_store(hash.as_deref_mut(), acc, B * blocks);
         if blocks == n {
