@@ -3,9 +3,14 @@
 //! [`Isa`] lists the kernels the frame loops call in their inner steps. Its default methods are
 //! the portable kernels of [`crate::kernels`] (the reference, and what no_std and non-x86 builds
 //! run). [`Avx2`] overrides them with `std::arch` versions of the same functions: byte shuffles
-//! for the symbol lookup and for the escape expansion (a 256-entry table of shuffle patterns and
-//! a popcount per 8 lanes, no `pdep`), whole-register unpacking of the planes, and 16-bit lanes for
-//! the merge of 2-byte elements. Where the CPU has AVX-512 (F/BW/VL/VBMI/VBMI2/BITALG with GFNI,
+//! for the symbol lookup, prefix sums of the escape compare (or 256-entry tables of shuffle
+//! patterns) for the escape expansion and compaction, no `pdep`; whole-register unpacking of the
+//! planes, and 16-bit lanes for the merge of 2-byte elements. On AVX2 alone the decoder's
+//! level-0 step runs in one pass per 32 elements too (`ranked_chunk_avx2`: codes from the plane's
+//! words, `resolve32`, residuals in place, merge, store, checksum), each deeper level in one
+//! pass after its unpack, the encoder's statistics pass counts a window of 16 exponents by byte
+//! shuffles into nibble counters (`exponent_stats_avx2`) and its level codes take one shuffle
+//! over a window of 16 values (`level_codes_avx2`). Where the CPU has AVX-512 (F/BW/VL/VBMI/VBMI2/BITALG with GFNI,
 //! as every CPU with VBMI2 so far) the hottest ones run in 512-bit registers with mask
 //! registers: the decoder's level-0 step in one pass ([`Isa::ranked_chunk`]: codes from the
 //! plane, escapes by compare, `vpexpandb` from the queue of deeper exponents, merge, store,
