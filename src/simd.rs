@@ -1558,7 +1558,7 @@ mod x86 {
         /// The words of a plane's `len` sub-planes as [`residual_words`] found them.
         #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
         #[inline]
-        unsafe fn words(words: &[(usize, u32, u32, u16); 5], len: usize) -> Residuals {
+        unsafe fn words(words: &PlaneWords, len: usize) -> Residuals {
             Residuals::Words {
                 subs: words16(words),
                 len,
@@ -1638,7 +1638,7 @@ mod x86 {
     /// [`residual_words`]' findings as [`fields16`] takes them.
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
-    unsafe fn words16(words: &[(usize, u32, u32, u16); 5]) -> [Words16; 5] {
+    unsafe fn words16(words: &PlaneWords) -> [Words16; 5] {
         words.map(|(offset, take, place, mask)| {
             (
                 offset,
@@ -1865,18 +1865,10 @@ mod x86 {
                 isa, fields, frame, plane, residual, start, table, escape, deeper, out, hash,
             )
         };
-        // One run of words per sub-plane of both planes, and 32 readable queue bytes past every
-        // exponent a step can start at (`k <= deeper.count` before each step).
-        let fits = blocks > 0
-            && deeper.values.len() >= deeper.count + 32
-            && hash
-                .as_ref()
-                .is_none_or(|h| h.len.is_multiple_of(checksum::BLOCK));
-        let runs = (
-            residual_words(frame, plane, start, blocks),
-            residual_words(frame, residual, start, blocks),
-        );
-        let (true, (Some(code_words), Some(residual_words))) = (fits, runs) else {
+        // 32 readable queue bytes past every exponent a step can start at (`k <= deeper.count`
+        // before each step).
+        let words = one_pass_words(frame, plane, residual, start, blocks, &deeper, &hash, 32);
+        let Some((code_words, residual_words)) = words else {
             return steps(start, deeper, out, hash);
         };
         let (codes, residuals) = (words16(&code_words), words16(&residual_words));
@@ -1917,16 +1909,14 @@ mod x86 {
             _ => step.blocks::<B, false, _, _>(c, r, blocks, a),
         }?;
         h32_store(hash.as_deref_mut(), acc, B * blocks);
-        if blocks == n {
-            return Some(k);
-        }
-        // The last elements: the separate steps, from the next queued exponent on.
-        let rest = Escapes {
-            values: &deeper.values[k..],
-            count: deeper.count - k,
-        };
-        let taken = steps(start + blocks, rest, &mut out[B * blocks..B * n], hash)?;
-        Some(k + taken)
+        rest_steps(
+            k,
+            start + blocks,
+            deeper,
+            &mut out[B * blocks..B * n],
+            hash,
+            steps,
+        )
     }
 
     /// [`Isa::level_chunk`] on AVX2: the codes unpacked into `out` (the plane's rows are short
@@ -2626,18 +2616,10 @@ mod x86 {
                 isa, fields, frame, plane, residual, start, table, escape, deeper, out, hash,
             )
         };
-        // One run of words per sub-plane of both planes, and 64 readable queue bytes past every
-        // exponent a block can start at (`k <= deeper.count` before each block).
-        let fits = blocks > 0
-            && deeper.values.len() >= deeper.count + 64
-            && hash
-                .as_ref()
-                .is_none_or(|h| h.len.is_multiple_of(checksum::BLOCK));
-        let runs = (
-            residual_words(frame, plane, start, blocks),
-            residual_words(frame, residual, start, blocks),
-        );
-        let (true, (Some(code_words), Some(residual_words))) = (fits, runs) else {
+        // 64 readable queue bytes past every exponent a block can start at (`k <= deeper.count`
+        // before each block).
+        let words = one_pass_words(frame, plane, residual, start, blocks, &deeper, &hash, 64);
+        let Some((code_words, residual_words)) = words else {
             return steps(start, deeper, out, hash);
         };
         let (code_subs, residual_subs) = (shifts_of(&code_words), shifts_of(&residual_words));
@@ -2735,16 +2717,14 @@ mod x86 {
             }
             h.len += B * blocks;
         }
-        if blocks == n {
-            return Some(k);
-        }
-        // The last elements: the separate steps, from the next queued exponent on.
-        let rest = Escapes {
-            values: &deeper.values[k..],
-            count: deeper.count - k,
-        };
-        let taken = steps(start + blocks, rest, &mut out[B * blocks..B * n], hash)?;
-        Some(k + taken)
+        rest_steps(
+            k,
+            start + blocks,
+            deeper,
+            &mut out[B * blocks..B * n],
+            hash,
+            steps,
+        )
     }
 
     /// [`Isa::level_chunk`] 64 codes per step, as the level-0 step of [`ranked_chunk512`]
@@ -3006,7 +2986,7 @@ mod x86 {
 
     /// [`residual_words`]'s sub-planes as [`SubShifts`].
     #[inline]
-    fn shifts_of(words: &[(usize, u32, u32, u16); 5]) -> [SubShifts; 5] {
+    fn shifts_of(words: &PlaneWords) -> [SubShifts; 5] {
         words.map(|(offset, take, place, mask)| sub_shifts(offset, take, place, mask))
     }
 
@@ -3023,15 +3003,65 @@ mod x86 {
         }
     }
 
+    /// Per sub-plane of a plane, as [`residual_words`] finds them: byte offset of the chunk's
+    /// first word, bit to take, bit to place at, field mask.
+    type PlaneWords = [(usize, u32, u32, u16); 5];
+
+    /// The words of both planes of a level-0 chunk's first `blocks` elements, when its one-pass
+    /// steps can run: `blocks > 0`, each sub-plane of both planes one run of words
+    /// ([`residual_words`]), `slack` readable queue bytes past the queued exponents, and the hash
+    /// at a block boundary. None: the separate steps.
+    #[allow(clippy::too_many_arguments)]
+    fn one_pass_words(
+        frame: &[u8],
+        plane: &Plane,
+        residual: &Plane,
+        start: usize,
+        blocks: usize,
+        deeper: &Escapes<'_>,
+        hash: &Option<&mut H32>,
+        slack: usize,
+    ) -> Option<(PlaneWords, PlaneWords)> {
+        let fits = blocks > 0
+            && deeper.values.len() >= deeper.count + slack
+            && hash
+                .as_ref()
+                .is_none_or(|h| h.len.is_multiple_of(checksum::BLOCK));
+        if !fits {
+            return None;
+        }
+        Some((
+            residual_words(frame, plane, start, blocks)?,
+            residual_words(frame, residual, start, blocks)?,
+        ))
+    }
+
+    /// A level-0 chunk's last elements (`out`, from element `start` on) after one-pass blocks
+    /// that took `k` queued exponents: `steps`, from the next queued exponent on. Returns the
+    /// chunk's total taken.
+    #[inline(always)]
+    fn rest_steps<'a>(
+        k: usize,
+        start: usize,
+        deeper: Escapes<'a>,
+        out: &mut [u8],
+        hash: Option<&mut H32>,
+        steps: impl FnOnce(usize, Escapes<'a>, &mut [u8], Option<&mut H32>) -> Option<usize>,
+    ) -> Option<usize> {
+        if out.is_empty() {
+            return Some(k);
+        }
+        let rest = Escapes {
+            values: &deeper.values[k..],
+            count: deeper.count - k,
+        };
+        Some(k + steps(start, rest, out, hash)?)
+    }
+
     /// Where the fields of values `start..start + n` are, when every sub-plane holds them in one
     /// run of words inside `frame`: per sub-plane, the byte offset of the first word, the bit to
     /// take the field from, the bit to place it at, and the field mask.
-    fn residual_words(
-        frame: &[u8],
-        plane: &Plane,
-        start: usize,
-        n: usize,
-    ) -> Option<[(usize, u32, u32, u16); 5]> {
+    fn residual_words(frame: &[u8], plane: &Plane, start: usize, n: usize) -> Option<PlaneWords> {
         let mut words = [(0, 0, 0, 0); 5];
         for (slot, sub) in words.iter_mut().zip(plane.subs()) {
             let run = sub.runs(start, n).next()?;
