@@ -10,16 +10,16 @@
 //! words, `resolve32`, residuals in place, merge, store, checksum), each deeper level in one
 //! pass after its unpack, the encoder's statistics pass counts a window of 16 exponents by byte
 //! shuffles into nibble counters (`exponent_stats_avx2`) and its level codes take one shuffle
-//! over a window of 16 values (`level_codes_avx2`). Where the CPU has AVX-512 (F/BW/VL/VBMI/VBMI2/BITALG with GFNI,
-//! as every CPU with VBMI2 so far) the hottest ones run in 512-bit registers with mask
-//! registers: the decoder's level-0 step in one pass ([`Isa::ranked_chunk`]: codes from the
-//! plane, escapes by compare, `vpexpandb` from the queue of deeper exponents, merge, store,
-//! checksum), the encoder's statistics pass
+//! over a window of 16 values (`level_codes_avx2`). Where the CPU has AVX-512
+//! (F/BW/VL/VBMI/VBMI2/BITALG with GFNI, as every CPU with VBMI2 so far) the hottest ones run in
+//! 512-bit registers with mask registers: the decoder's level-0 step in one pass
+//! ([`Isa::ranked_chunk`]: codes from the plane, escapes by compare, `vpexpandb` from the queue of
+//! deeper exponents, merge, store, checksum), the encoder's statistics pass
 //! ([`Isa::exponent_stats`]: exponents, histogram by bit transposes, mantissa OR, checksum), the
 //! encoder's level codes ([`Isa::level_codes`]: a 256-entry table looked up by `vpermt2b`),
 //! compress/expand (`vpcompressb`/`vpexpandb`), escape masks, lookups and the groups search's
-//! counts. Every method computes
-//! exactly what its portable twin does; `tests/dispatch.rs` and the unit tests below compare them.
+//! counts. Every method computes exactly what its portable twin does; `tests/dispatch.rs` and the
+//! unit tests below compare them.
 #![allow(unsafe_code)]
 
 use crate::checksum::H32;
@@ -1711,10 +1711,11 @@ mod x86 {
         /// give the code plane's and the residual plane's sub-planes. Returns how many queued
         /// exponents they took, or None when they escape more than the queue holds.
         ///
-        /// SAFETY: as [`ranked_chunk_avx2`] checks: the planes' words for the blocks in the
-        /// frame, the output in bounds, 32 readable queue bytes past each of `count`.
         /// `BYTES`: 2-byte elements whose exponent and residual are a byte each (bf16 without
         /// dead bits, its residual one 8-bit sub-plane), merged as bytes ([`Self::bytes32`]).
+        ///
+        /// SAFETY: as [`ranked_chunk_avx2`] checks: the planes' words for the blocks in the
+        /// frame, the output in bounds, 32 readable queue bytes past each of `count`.
         #[inline(always)]
         unsafe fn blocks<
             const B: usize,
@@ -1909,14 +1910,8 @@ mod x86 {
             _ => step.blocks::<B, false, _, _>(c, r, blocks, a),
         }?;
         h32_store(hash.as_deref_mut(), acc, B * blocks);
-        rest_steps(
-            k,
-            start + blocks,
-            deeper,
-            &mut out[B * blocks..B * n],
-            hash,
-            steps,
-        )
+        let rest = |rest, out: &mut [u8]| steps(start + blocks, rest, out, hash);
+        rest_steps(k, deeper, &mut out[B * blocks..B * n], rest)
     }
 
     /// [`Isa::level_chunk`] on AVX2: the codes unpacked into `out` (the plane's rows are short
@@ -1960,24 +1955,9 @@ mod x86 {
                 return None;
             }
         }
-        if steps == n {
-            return Some(k);
-        }
-        let rest = Escapes {
-            values: &deeper.values[k..],
-            count: deeper.count - k,
-        };
-        let taken = level_chunk_steps(
-            isa,
-            frame,
-            plane,
-            start + steps,
-            table,
-            escape,
-            rest,
-            &mut out[steps..n],
-        )?;
-        Some(k + taken)
+        rest_steps(k, deeper, &mut out[steps..n], |rest, out| {
+            level_chunk_steps(isa, frame, plane, start + steps, table, escape, rest, out)
+        })
     }
 
     /// [`kernels::resolve_store`] with the residual unpack fused in, for tables of at most 16
@@ -2236,6 +2216,37 @@ mod x86 {
         lookup16(&codes[full..n], table, &mut out[full..n]);
     }
 
+    /// Whether `hash` (if any) stands at an h32 block boundary: the vector kernels hash whole
+    /// blocks in registers only from there.
+    #[inline(always)]
+    fn at_block(hash: &Option<&mut H32>) -> bool {
+        hash.as_ref()
+            .is_none_or(|h| h.len.is_multiple_of(checksum::BLOCK))
+    }
+
+    /// What the vector statistics kernels leave after their first `blocks` elements: the OR of
+    /// those elements' 32-bit lanes (`or`) into the mantissa OR (2-byte elements: both halves
+    /// of a lane), their count, and the last elements short of a block by the portable path.
+    #[inline(always)]
+    fn stats_rest<const B: usize>(
+        fields: &Fields,
+        input: &[u8],
+        x: &mut [u8],
+        or: u32,
+        blocks: usize,
+        stats: &mut FrameStats,
+        hash: Option<&mut H32>,
+    ) {
+        let or = if B == 2 { or | or >> 16 } else { or };
+        stats.mantissa_or |= or & ((1 << fields.m) - 1);
+        stats.counted += blocks;
+        let n = x.len().min(input.len() / B).min(kernels::CHUNK);
+        if blocks < n {
+            let (input, x) = (&input[B * blocks..B * n], &mut x[blocks..n]);
+            Portable.exponent_stats::<B>(fields, input, x, stats, hash);
+        }
+    }
+
     /// One `h32` round of 8 lanes (checksum.rs `round`; AVX2 has no rotate: two shifts).
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
@@ -2302,10 +2313,9 @@ mod x86 {
     /// [`Isa::exponent_stats`] on AVX2, 32 elements per step: the exponents by shift, mask and
     /// narrowing; the mantissa OR and the h32 lanes in registers; the histogram of a window of
     /// 16 exponents around the frequent ones ([`FrameStats::frequent`]) by one byte shuffle and
-    /// one add per two of them into nibble counters ([`StatsWindow`]), and the rare others
-    /// one by one where a step has any. Listing the others of a
-    /// narrower window by 8-lane shuffles cost a sixth of encoding. The last elements short of
-    /// 64 take the portable path.
+    /// one add per two of them into nibble counters ([`StatsWindow`]), and the rare others one
+    /// by one where a step has any (listing the others of a narrower window by 8-lane shuffles
+    /// cost a sixth of encoding). The last elements short of 64 take the portable path.
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     unsafe fn exponent_stats_avx2<const B: usize>(
         fields: &Fields,
@@ -2317,14 +2327,7 @@ mod x86 {
     ) {
         let n = x.len().min(input.len() / B).min(kernels::CHUNK);
         // Whole h32 blocks only from a block boundary (else the portable path hashes).
-        let blocks = if hash
-            .as_ref()
-            .is_none_or(|h| h.len.is_multiple_of(checksum::BLOCK))
-        {
-            n / 64 * 64
-        } else {
-            0
-        };
+        let blocks = if at_block(&hash) { n / 64 * 64 } else { 0 };
         let mut acc = h32_lanes(hash.as_deref());
         let hashing = hash.is_some();
         let m = _mm_cvtsi32_si128(fields.m as i32);
@@ -2408,18 +2411,11 @@ mod x86 {
             stats.histogram[base + 2 * p] += both as u32;
             stats.histogram[base + 2 * p + 1] += (both >> 32) as u32;
         }
-        // Every element's bits ORed (2-byte elements: both halves of the 32-bit lanes).
+        h32_store(hash.as_deref_mut(), acc, B * blocks);
         let mut lanes = [0u32; 8];
         _mm256_storeu_si256(lanes.as_mut_ptr().cast(), or);
-        let lanes = lanes.iter().fold(0, |a, &l| a | l);
-        let lanes = if B == 2 { lanes | lanes >> 16 } else { lanes };
-        stats.mantissa_or |= lanes & ((1 << fields.m) - 1);
-        stats.counted += blocks;
-        h32_store(hash.as_deref_mut(), acc, B * blocks);
-        if blocks < n {
-            let (input, x) = (&input[B * blocks..B * n], &mut x[blocks..n]);
-            Portable.exponent_stats::<B>(fields, input, x, stats, hash);
-        }
+        let or = lanes.iter().fold(0, |a, &l| a | l);
+        stats_rest::<B>(fields, input, x, or, blocks, stats, hash);
     }
 
     /// [`Isa::exponent_stats`] in one pass per 64 elements: the exponents by shift, mask and
@@ -2442,14 +2438,7 @@ mod x86 {
     ) {
         let n = x.len().min(input.len() / B).min(kernels::CHUNK);
         // Whole h32 blocks only from a block boundary (else the portable path hashes).
-        let blocks = if hash
-            .as_ref()
-            .is_none_or(|h| h.len.is_multiple_of(checksum::BLOCK))
-        {
-            n / 64 * 64
-        } else {
-            0
-        };
+        let blocks = if at_block(&hash) { n / 64 * 64 } else { 0 };
         // The h32 lanes: 0..16 hash the first 64 bytes of each 128-byte block, 16..32 the rest.
         let mut acc = [_mm512_setzero_si512(); 2];
         if let Some(h) = hash.as_deref() {
@@ -2542,21 +2531,14 @@ mod x86 {
         for (total, v) in totals.into_iter().zip(frequent) {
             stats.histogram[usize::from(v)] += total as u32;
         }
-        // Every element's bits ORed (2-byte elements: both halves of the 32-bit lanes).
-        let lanes = _mm512_reduce_or_epi32(or) as u32;
-        let lanes = if B == 2 { lanes | lanes >> 16 } else { lanes };
-        stats.mantissa_or |= lanes & ((1 << fields.m) - 1);
-        stats.counted += blocks;
         if let Some(h) = hash.as_deref_mut() {
             for (j, a) in [0, 16].into_iter().zip(acc) {
                 _mm512_storeu_si512(h.acc[j..j + 16].as_mut_ptr().cast(), a);
             }
             h.len += B * blocks;
         }
-        if blocks < n {
-            let (input, x) = (&input[B * blocks..B * n], &mut x[blocks..n]);
-            Portable.exponent_stats::<B>(fields, input, x, stats, hash);
-        }
+        let or = _mm512_reduce_or_epi32(or) as u32;
+        stats_rest::<B>(fields, input, x, or, blocks, stats, hash);
     }
 
     /// Stores 64 output bytes: non-temporal when `streaming` (then `at` is 64-byte aligned: a
@@ -2717,14 +2699,8 @@ mod x86 {
             }
             h.len += B * blocks;
         }
-        rest_steps(
-            k,
-            start + blocks,
-            deeper,
-            &mut out[B * blocks..B * n],
-            hash,
-            steps,
-        )
+        let rest = |rest, out: &mut [u8]| steps(start + blocks, rest, out, hash);
+        rest_steps(k, deeper, &mut out[B * blocks..B * n], rest)
     }
 
     /// [`Isa::level_chunk`] 64 codes per step, as the level-0 step of [`ranked_chunk512`]
@@ -2816,24 +2792,9 @@ mod x86 {
                 };
             }
         }
-        if at == n {
-            return Some(k);
-        }
-        let rest = Escapes {
-            values: &deeper.values[k..],
-            count: deeper.count - k,
-        };
-        let taken = level_chunk_steps(
-            isa,
-            frame,
-            plane,
-            start + at,
-            table,
-            escape,
-            rest,
-            &mut out[at..n],
-        )?;
-        Some(k + taken)
+        rest_steps(k, deeper, &mut out[at..n], |rest, out| {
+            level_chunk_steps(isa, frame, plane, start + at, table, escape, rest, out)
+        })
     }
 
     /// The step both fused decoder kernels take per 64 entries of a level from `at` on (only
@@ -3022,11 +2983,7 @@ mod x86 {
         hash: &Option<&mut H32>,
         slack: usize,
     ) -> Option<(PlaneWords, PlaneWords)> {
-        let fits = blocks > 0
-            && deeper.values.len() >= deeper.count + slack
-            && hash
-                .as_ref()
-                .is_none_or(|h| h.len.is_multiple_of(checksum::BLOCK));
+        let fits = blocks > 0 && deeper.values.len() >= deeper.count + slack && at_block(hash);
         if !fits {
             return None;
         }
@@ -3036,17 +2993,15 @@ mod x86 {
         ))
     }
 
-    /// A level-0 chunk's last elements (`out`, from element `start` on) after one-pass blocks
-    /// that took `k` queued exponents: `steps`, from the next queued exponent on. Returns the
-    /// chunk's total taken.
+    /// A chunk's last entries (`out`) after one-pass steps that took `k` queued exponents:
+    /// `steps` (the separate steps), from the next queued exponent on. Returns the chunk's
+    /// total taken.
     #[inline(always)]
     fn rest_steps<'a>(
         k: usize,
-        start: usize,
         deeper: Escapes<'a>,
         out: &mut [u8],
-        hash: Option<&mut H32>,
-        steps: impl FnOnce(usize, Escapes<'a>, &mut [u8], Option<&mut H32>) -> Option<usize>,
+        steps: impl FnOnce(Escapes<'a>, &mut [u8]) -> Option<usize>,
     ) -> Option<usize> {
         if out.is_empty() {
             return Some(k);
@@ -3055,7 +3010,7 @@ mod x86 {
             values: &deeper.values[k..],
             count: deeper.count - k,
         };
-        Some(k + steps(start, rest, out, hash)?)
+        Some(k + steps(rest, out)?)
     }
 
     /// Where the fields of values `start..start + n` are, when every sub-plane holds them in one
