@@ -99,8 +99,13 @@ fn encode_elements<const B: usize, I: Isa>(
     let mut ranges = GroupRanges::new(elements);
     let mut x = [0u8; CHUNK];
     let mut hashed = H32::new();
+    // The frame's output (at most as many bytes as its input, less when it compresses), fetched
+    // while the statistics run: from memory, the zeroing and packing below otherwise wait on
+    // each of its lines. (A read prefetch: `prefetchw` measured slower here.)
+    let ahead = &out[..out.len().min(input.len())];
     for start in (0..elements).step_by(CHUNK) {
         let len = CHUNK.min(elements - start);
+        isa.prefetch(share(ahead, start, len, elements));
         let run = &input[B * start..B * (start + len)];
         let hash = checksums.then_some(&mut hashed);
         isa.exponent_stats::<B>(&exponent_fields, run, &mut x[..len], &mut stats, hash);
