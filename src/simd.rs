@@ -1953,8 +1953,8 @@ mod x86 {
                 level_chunk_steps(isa, frame, plane, start + steps, table, escape, rest, out)
             })
         };
-        // Planes of one or two sub-planes (every code width from 1 to 6) read across their
-        // rows, 32 entries per step, in registers.
+        // Planes of one or two sub-planes (every width of at most 16 symbols: 1 to 4) read
+        // across their rows, 32 entries per step, in registers.
         // SAFETY: `row_cursors_avx2` checked every sub-plane's words and the margins the
         // steps read around them; `steps <= n` bytes of `out`; 32 queue bytes readable past
         // every queued exponent.
