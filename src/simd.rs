@@ -1443,27 +1443,33 @@ mod x86 {
         k
     }
 
-    /// A frame's merge constants (FORMAT.md 4.2) as shift counts: 16 elements per step, in
-    /// 16-bit lanes for 2-byte elements and 32-bit lanes for 4-byte ones.
+    /// A frame's merge constants (FORMAT.md 4.2): 16 elements per step, in 16-bit lanes for
+    /// 2-byte elements and 32-bit lanes for 4-byte ones. The residual (sign over the live
+    /// mantissa bits) shifted left by the dead bits has its sign at bit `M`; adding the sign
+    /// times `2^E - 1` moves it to the top bit (`2^M (2^E - 1) = 2^(E+M) - 2^M`), and the
+    /// exponent lands in between, so a merge is one shift, a mask, a multiply and two adds
+    /// besides the exponent's own shift (where four shifts and a mask took the vector
+    /// shifter's ports twice as long).
     struct Merge {
-        live: __m128i,
-        sign: __m128i,
+        /// Dead bits `k`.
+        dead: __m128i,
+        /// Mantissa bits `M`, where the exponent goes.
         exponent: __m128i,
-        mantissa: __m128i,
-        live_mask: u32,
+        /// `2^M`: the sign's bit once shifted by the dead bits.
+        sign_bit: u32,
+        /// `2^E - 1`.
+        sign_factor: u32,
     }
 
     impl Merge {
         #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
         #[inline]
         unsafe fn new(fields: &Fields) -> Merge {
-            let live = fields.m - fields.k;
             Merge {
-                live: _mm_cvtsi32_si128(live as i32),
-                sign: _mm_cvtsi32_si128((fields.e + fields.m) as i32),
+                dead: _mm_cvtsi32_si128(fields.k as i32),
                 exponent: _mm_cvtsi32_si128(fields.m as i32),
-                mantissa: _mm_cvtsi32_si128(fields.k as i32),
-                live_mask: (1 << live) - 1,
+                sign_bit: 1 << fields.m,
+                sign_factor: (1 << fields.e) - 1,
             }
         }
 
@@ -1479,20 +1485,27 @@ mod x86 {
             r1: __m256i,
         ) -> (__m256i, __m256i) {
             if B == 2 {
-                let sign = _mm256_sll_epi16(_mm256_srl_epi16(r0, self.live), self.sign);
-                let mask = _mm256_set1_epi16(self.live_mask as u16 as i16);
-                let mant = _mm256_sll_epi16(_mm256_and_si256(r0, mask), self.mantissa);
+                let r = _mm256_sll_epi16(r0, self.dead);
+                let sign = _mm256_and_si256(r, _mm256_set1_epi16(self.sign_bit as u16 as i16));
+                let factor = _mm256_set1_epi16(self.sign_factor as i16);
+                let r = _mm256_add_epi16(r, _mm256_mullo_epi16(sign, factor));
                 let exp = _mm256_sll_epi16(_mm256_cvtepu8_epi16(x), self.exponent);
-                (_mm256_or_si256(_mm256_or_si256(sign, mant), exp), r1)
+                (_mm256_add_epi16(r, exp), r1)
             } else {
-                let mask = _mm256_set1_epi32(self.live_mask as i32);
-                let [u0, u1] = [(r0, x), (r1, _mm_srli_si128::<8>(x))].map(|(rv, xh)| {
-                    let sign = _mm256_sll_epi32(_mm256_srl_epi32(rv, self.live), self.sign);
-                    let mant = _mm256_sll_epi32(_mm256_and_si256(rv, mask), self.mantissa);
+                let (bit, factor) = (
+                    _mm256_set1_epi32(self.sign_bit as i32),
+                    _mm256_set1_epi32(self.sign_factor as i32),
+                );
+                let mut u = [r0, r1];
+                for (half, u) in u.iter_mut().enumerate() {
+                    let xh = if half == 0 { x } else { _mm_srli_si128::<8>(x) };
+                    let r = _mm256_sll_epi32(*u, self.dead);
+                    let sign = _mm256_and_si256(r, bit);
+                    let r = _mm256_add_epi32(r, _mm256_mullo_epi32(sign, factor));
                     let exp = _mm256_sll_epi32(_mm256_cvtepu8_epi32(xh), self.exponent);
-                    _mm256_or_si256(_mm256_or_si256(sign, mant), exp)
-                });
-                (u0, u1)
+                    *u = _mm256_add_epi32(r, exp);
+                }
+                (u[0], u[1])
             }
         }
 
