@@ -1745,7 +1745,25 @@ mod x86 {
         ) -> Option<usize> {
             let (codes, residuals) = (codes.as_ref(), residuals.as_ref());
             let mut k = 0;
-            for block in (0..blocks).step_by(64) {
+            let mut first = 0;
+            if BYTES {
+                // bf16's byte merge leaves registers for four steps' exponents ahead of their
+                // merges (decode 1.06x from memory, 1.08x in cache over two; six: 0.99x;
+                // four for fp16: 0.98-0.99x).
+                while first + 128 <= blocks {
+                    let (x0, k0) = self.exponents32(codes, first, k)?;
+                    let (x1, k1) = self.exponents32(codes, first + 32, k0)?;
+                    let (x2, k2) = self.exponents32(codes, first + 64, k1)?;
+                    let (x3, k3) = self.exponents32(codes, first + 96, k2)?;
+                    self.finish32::<B, BYTES, 0>(residuals, first, x0, acc);
+                    self.finish32::<B, BYTES, 1>(residuals, first, x1, acc);
+                    self.finish32::<B, BYTES, 0>(residuals, first + 64, x2, acc);
+                    self.finish32::<B, BYTES, 1>(residuals, first + 64, x3, acc);
+                    k = k3;
+                    first += 128;
+                }
+            }
+            for block in (first..blocks).step_by(64) {
                 // Two steps of 32: each h32 register's place in the block is a constant. Both
                 // steps' exponents first, then their merges: the second step's codes and queue
                 // reads overlap the first one's merge (decode 1.03-1.06x; four steps ahead
