@@ -1451,8 +1451,9 @@ mod x86 {
     /// besides the exponent's own shift (where four shifts and a mask took the vector
     /// shifter's ports twice as long).
     struct Merge {
-        /// Dead bits `k`.
+        /// Dead bits `k`, and whether there are any.
         dead: __m128i,
+        any_dead: bool,
         /// Mantissa bits `M`, where the exponent goes.
         exponent: __m128i,
         /// `2^M`: the sign's bit once shifted by the dead bits.
@@ -1467,6 +1468,7 @@ mod x86 {
         unsafe fn new(fields: &Fields) -> Merge {
             Merge {
                 dead: _mm_cvtsi32_si128(fields.k as i32),
+                any_dead: fields.k > 0,
                 exponent: _mm_cvtsi32_si128(fields.m as i32),
                 sign_bit: 1 << fields.m,
                 sign_factor: (1 << fields.e) - 1,
@@ -1485,7 +1487,12 @@ mod x86 {
             r1: __m256i,
         ) -> (__m256i, __m256i) {
             if B == 2 {
-                let r = _mm256_sll_epi16(r0, self.dead);
+                // (Most frames have no dead bits: no shift for them.)
+                let r = if self.any_dead {
+                    _mm256_sll_epi16(r0, self.dead)
+                } else {
+                    r0
+                };
                 let sign = _mm256_and_si256(r, _mm256_set1_epi16(self.sign_bit as u16 as i16));
                 let factor = _mm256_set1_epi16(self.sign_factor as i16);
                 let r = _mm256_add_epi16(r, _mm256_mullo_epi16(sign, factor));
@@ -1499,7 +1506,11 @@ mod x86 {
                 let mut u = [r0, r1];
                 for (half, u) in u.iter_mut().enumerate() {
                     let xh = if half == 0 { x } else { _mm_srli_si128::<8>(x) };
-                    let r = _mm256_sll_epi32(*u, self.dead);
+                    let r = if self.any_dead {
+                        _mm256_sll_epi32(*u, self.dead)
+                    } else {
+                        *u
+                    };
                     let sign = _mm256_and_si256(r, bit);
                     let r = _mm256_add_epi32(r, _mm256_mullo_epi32(sign, factor));
                     let exp = _mm256_sll_epi32(_mm256_cvtepu8_epi32(xh), self.exponent);
