@@ -1447,9 +1447,9 @@ mod x86 {
     /// 2-byte elements and 32-bit lanes for 4-byte ones. The residual (sign over the live
     /// mantissa bits) shifted left by the dead bits has its sign at bit `M`; adding the sign
     /// times `2^E - 1` moves it to the top bit (`2^M (2^E - 1) = 2^(E+M) - 2^M`), and the
-    /// exponent lands in between, so a merge is one shift, a mask, a multiply and two adds
-    /// besides the exponent's own shift (where four shifts and a mask took the vector
-    /// shifter's ports twice as long).
+    /// exponent lands in between, so a merge is a mask, a multiply and two adds besides the
+    /// exponent's own shift, and the dead-bit shift in frames that have dead bits (where four
+    /// shifts and a mask took the vector shifter's ports twice as long).
     struct Merge {
         /// Dead bits `k`, and whether there are any.
         dead: __m128i,
@@ -1755,35 +1755,45 @@ mod x86 {
             acc: &mut [__m256i; 4],
         ) -> Option<usize> {
             let (codes, residuals) = (codes.as_ref(), residuals.as_ref());
-            let mut k = 0;
-            let mut first = 0;
+            let (mut k, mut first) = (0, 0);
             if BYTES {
                 // bf16's byte merge leaves registers for four steps' exponents ahead of their
                 // merges (decode 1.06x from memory, 1.08x in cache over two; six: 0.99x;
-                // four for fp16: 0.98-0.99x).
+                // four for fp16: 0.98-0.99x; for fp32 they spilled, 0.55x).
                 while first + 128 <= blocks {
-                    let (x0, k0) = self.exponents32(codes, first, k)?;
-                    let (x1, k1) = self.exponents32(codes, first + 32, k0)?;
-                    let (x2, k2) = self.exponents32(codes, first + 64, k1)?;
-                    let (x3, k3) = self.exponents32(codes, first + 96, k2)?;
-                    self.finish32::<B, BYTES, 0>(residuals, first, x0, acc);
-                    self.finish32::<B, BYTES, 1>(residuals, first, x1, acc);
-                    self.finish32::<B, BYTES, 0>(residuals, first + 64, x2, acc);
-                    self.finish32::<B, BYTES, 1>(residuals, first + 64, x3, acc);
-                    k = k3;
+                    k = self.pass::<B, BYTES, 2>(codes, residuals, first, k, acc)?;
                     first += 128;
                 }
             }
+            // Two steps at a time: the second step's codes and queue reads overlap the first
+            // one's merge (decode 1.03-1.06x over one; one step ahead in a loop, 0.98x).
             for block in (first..blocks).step_by(64) {
-                // Two steps of 32: each h32 register's place in the block is a constant. Both
-                // steps' exponents first, then their merges: the second step's codes and queue
-                // reads overlap the first one's merge (decode 1.03-1.06x; four steps ahead
-                // made fp32 spill, 0.55x; one step ahead in a loop, 0.98x).
-                let (x0, k0) = self.exponents32(codes, block, k)?;
-                let (x1, k1) = self.exponents32(codes, block + 32, k0)?;
-                self.finish32::<B, BYTES, 0>(residuals, block, x0, acc);
-                self.finish32::<B, BYTES, 1>(residuals, block, x1, acc);
-                k = k1;
+                k = self.pass::<B, BYTES, 1>(codes, residuals, block, k, acc)?;
+            }
+            Some(k)
+        }
+
+        /// `BLOCKS` h32 blocks of 64 elements from `first`, from queued exponent `k` on: all
+        /// their steps' exponents first, then their merges (each h32 register's place in a
+        /// block is a constant). Returns the next `k`, or None past the queue's count.
+        #[inline(always)]
+        unsafe fn pass<const B: usize, const BYTES: bool, const BLOCKS: usize>(
+            &self,
+            codes: &[Words16],
+            residuals: &[Words16],
+            first: usize,
+            mut k: usize,
+            acc: &mut [__m256i; 4],
+        ) -> Option<usize> {
+            let mut x = [[_mm256_setzero_si256(); 2]; BLOCKS];
+            for (block, x) in x.iter_mut().enumerate() {
+                for (step, x) in x.iter_mut().enumerate() {
+                    (*x, k) = self.exponents32(codes, first + 64 * block + 32 * step, k)?;
+                }
+            }
+            for (block, &[x0, x1]) in x.iter().enumerate() {
+                self.finish32::<B, BYTES, 0>(residuals, first + 64 * block, x0, acc);
+                self.finish32::<B, BYTES, 1>(residuals, first + 64 * block, x1, acc);
             }
             Some(k)
         }
@@ -1964,9 +1974,10 @@ mod x86 {
         rest_steps(k, deeper, &mut out[B * blocks..B * n], rest)
     }
 
-    /// [`Isa::level_chunk`] on AVX2: the codes unpacked into `out` (the plane's rows are short
-    /// here, so [`unpack`] follows them), then one pass per 32 entries in place, [`resolve32`]
-    /// and one store (separate passes had a mispredicted branch per 16 entries on whether any
+    /// [`Isa::level_chunk`] on AVX2: planes of one or two sub-planes by [`level_rows_avx2`];
+    /// others have their codes unpacked into `out` (the plane's rows are short here, so
+    /// [`unpack`] follows them), then one pass per 32 entries in place, [`resolve32`] and one
+    /// store (separate passes had a mispredicted branch per 16 entries on whether any
     /// escaped). The last entries short of 32 take the separate steps.
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[allow(clippy::too_many_arguments)]
