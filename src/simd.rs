@@ -584,9 +584,11 @@ mod x86 {
 
         #[inline(always)]
         fn prefetch(self, bytes: &[u8]) {
-            for line in bytes.chunks(64) {
+            let mut at = 0;
+            while at < bytes.len() {
                 // SAFETY: a prefetch is a hint; the address is inside `bytes` anyway.
-                unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(bytes.as_ptr().add(at).cast()) };
+                at += 64;
             }
         }
 
