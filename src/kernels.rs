@@ -783,33 +783,47 @@ impl Ranking {
     pub fn new(histogram: &[u32; MAX_SYMBOLS], alphabet: usize) -> Ranking {
         // The values present first, by count descending and ties by value ascending: sorted by
         // the keys `(!count, value)` (distinct, so an unstable sort gives the one answer); then
-        // the absent ones ascending, then the values past the alphabet.
+        // the absent ones ascending, then the values past the alphabet. Exponents crowd a few
+        // neighbouring values: only `lo..hi`, from the first present value to the last, is
+        // looked at one by one, without a branch on each count (mispredicted often enough, in
+        // loops over the whole alphabet, to cost several percent of encoding).
+        let counts = &histogram[..alphabet];
+        let lo = counts.iter().position(|&c| c > 0).unwrap_or(alphabet);
+        let hi = counts
+            .iter()
+            .rposition(|&c| c > 0)
+            .map_or(lo, |last| last + 1);
+        let mut keys = [0u64; MAX_SYMBOLS];
+        let mut gaps = [0u8; MAX_SYMBOLS];
+        let (mut present, mut missing) = (0, 0);
+        for (x, &c) in counts.iter().enumerate().take(hi).skip(lo) {
+            // Written to both lists, kept in one.
+            keys[present] = u64::from(!c) << 8 | x as u64;
+            gaps[missing] = x as u8;
+            present += usize::from(c > 0);
+            missing += usize::from(c == 0);
+        }
+        keys[..present].sort_unstable();
         let mut order = [0u8; MAX_SYMBOLS];
-        let mut present = 0;
-        for (x, &c) in histogram[..alphabet].iter().enumerate() {
-            if c > 0 {
-                order[present] = x as u8;
-                present += 1;
-            }
+        for (slot, key) in order.iter_mut().zip(&keys[..present]) {
+            *slot = *key as u8;
         }
-        order[..present]
-            .sort_unstable_by_key(|&x| u64::from(!histogram[usize::from(x)]) << 8 | u64::from(x));
-        let mut slot = present;
-        for (x, &c) in histogram[..alphabet].iter().enumerate() {
-            if c == 0 {
-                order[slot] = x as u8;
-                slot += 1;
-            }
+        // The absent ones: below `lo`, the gaps, and from `hi` (`present + missing = hi - lo`,
+        // so these last stay in place).
+        for (slot, x) in order[present..present + lo].iter_mut().zip(0..) {
+            *slot = x;
         }
-        for (slot, x) in order[alphabet..].iter_mut().zip(alphabet..) {
+        order[present + lo..hi].copy_from_slice(&gaps[..missing]);
+        for (slot, x) in order[hi..].iter_mut().zip(hi..) {
             *slot = x as u8;
         }
         let mut rank = [0u16; MAX_SYMBOLS];
         let mut covered = [0u32; MAX_SYMBOLS + 1];
-        for (r, &x) in order[..present].iter().enumerate() {
-            covered[r + 1] = covered[r] + histogram[usize::from(x)];
+        let mut total = 0;
+        for (sum, key) in covered[1..].iter_mut().zip(&keys[..present]) {
+            total += !(key >> 8) as u32;
+            *sum = total;
         }
-        let total = covered[present];
         covered[present + 1..].fill(total);
         for (r, &x) in order[..alphabet].iter().enumerate() {
             rank[usize::from(x)] = r as u16;
