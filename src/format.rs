@@ -603,6 +603,18 @@ impl FrameLayout {
         layout.bytes = at;
         layout
     }
+
+    /// The padding of a frame with planes, the bytes no section fills (FORMAT.md 4.4, 4.5:
+    /// zeros): after the table and after each sub-plane's words.
+    pub fn padding(&self) -> impl Iterator<Item = core::ops::Range<usize>> + '_ {
+        let (at, len) = self.table;
+        let planes = core::iter::once(&self.residual).chain(&self.planes[..self.plane_count]);
+        let subs = planes.flat_map(|plane| plane.subs());
+        core::iter::once(at + len..at + pad32(len)).chain(subs.map(|sub| {
+            let words = sub.offset + 2 * sub.words;
+            words..sub.offset + pad32(2 * sub.words)
+        }))
+    }
 }
 
 /// Size in bytes of a stream of `element_count` elements when every frame is stored: the largest

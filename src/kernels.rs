@@ -388,8 +388,11 @@ pub fn unpack_range<L: Lane>(frame: &[u8], plane: &Plane, start: usize, out: &mu
     }
 }
 
-/// The inverse of [`unpack_range`]: ORs values `start..start + values.len()` into a plane whose
-/// bytes there are zero (contiguous words, one constant shift per run, like the decoder's loop).
+/// The inverse of [`unpack_range`]: writes values `start..start + values.len()` into a plane
+/// (contiguous words, one constant shift per run, like the decoder's loop) that holds values
+/// `..start` already, written the same way. A value's field at bit 0 is the first in its word
+/// (value `i` sits at bit `(i div W) * p`): it is stored, over whatever the word held; the
+/// others are ORed in. So the words need no zeroing beforehand, only the padding after them.
 #[inline(always)]
 pub fn pack_range<L: Lane>(frame: &mut [u8], plane: &Plane, start: usize, values: &[L]) {
     if values.is_empty() {
@@ -400,12 +403,13 @@ pub fn pack_range<L: Lane>(frame: &mut [u8], plane: &Plane, start: usize, values
         for run in sub.runs(start, values.len()) {
             let at = sub.offset + 2 * run.word;
             let words = &mut frame[at..at + 2 * run.len];
+            let keep: u16 = if run.bit == 0 { 0 } else { u16::MAX };
             for (w, v) in words
                 .chunks_exact_mut(2)
                 .zip(&values[run.done..run.done + run.len])
             {
                 let field = ((v.get() >> sub.shift) & mask) << run.bit;
-                let old = u16::from_le_bytes([w[0], w[1]]);
+                let old = u16::from_le_bytes([w[0], w[1]]) & keep;
                 w.copy_from_slice(&(old | field as u16).to_le_bytes());
             }
         }

@@ -914,8 +914,8 @@ mod x86 {
     }
 
     /// [`kernels::pack_range`]: the mirror of [`unpack`], 16 values at a time. A run's last few
-    /// values go through a zero-padded step when the frame has 16 words there (ORing zeros
-    /// changes nothing), else one at a time.
+    /// values go through a zero-padded step when the frame has 16 words there and the run is
+    /// not at bit 0 (ORing zeros changes nothing), else one at a time.
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
     unsafe fn pack<L: Lane>(frame: &mut [u8], plane: &Plane, start: usize, values: &[L]) {
@@ -945,7 +945,8 @@ mod x86 {
     }
 
     /// The body of [`pack`]: 16 values per step, a run's last few through a scratch step when
-    /// the frame has 16 words there (ORing zeros into the extra ones), else one at a time.
+    /// the frame has 16 words there (ORing zeros into the extra ones; not at bit 0, where
+    /// steps store), else one at a time.
     #[inline(always)]
     unsafe fn pack_runs<L: Lane>(frame: &mut [u8], plane: &Plane, start: usize, values: &[L]) {
         let lane_bytes = (L::BITS / 8) as usize;
@@ -958,7 +959,10 @@ mod x86 {
                 pack_step::<L>(v, shifts, w);
             }
             let q = run / STEP * STEP;
-            if q < run && words.len() >= 2 * (q + STEP) {
+            // The scratch step ORs zeros into the words past the run: only where fields at
+            // bit 0 are there already (else it would store over them).
+            let (_, place, _) = shifts;
+            if q < run && place != 0 && words.len() >= 2 * (q + STEP) {
                 let mut scratch = [0u8; 4 * STEP];
                 let rest = &src[lane_bytes * q..];
                 scratch[..rest.len()].copy_from_slice(rest);
@@ -970,7 +974,8 @@ mod x86 {
                     let mut lane = [0u8; 4];
                     lane[..lane_bytes].copy_from_slice(&src[lane_bytes * q..lane_bytes * (q + 1)]);
                     let field = ((u32::from_le_bytes(lane) >> take) & mask) << place;
-                    let w = u16::from_le_bytes([words[2 * q], words[2 * q + 1]]) | field as u16;
+                    let old = u16::from_le_bytes([words[2 * q], words[2 * q + 1]]);
+                    let w = if place == 0 { 0 } else { old } | field as u16;
                     words[2 * q..2 * q + 2].copy_from_slice(&w.to_le_bytes());
                 }
             }
@@ -1045,7 +1050,12 @@ mod x86 {
         let field = _mm512_and_si512(v, _mm512_set1_epi16(mask as u16 as i16));
         let field = _mm512_sll_epi16(field, _mm_cvtsi32_si128(place as i32));
         let o = words.cast::<i16>();
-        let merged = _mm512_or_si512(_mm512_maskz_loadu_epi16(live, o), field);
+        // Fields at bit 0 are their words' first (see [`kernels::pack_range`]).
+        let merged = if place == 0 {
+            field
+        } else {
+            _mm512_or_si512(_mm512_maskz_loadu_epi16(live, o), field)
+        };
         _mm512_mask_storeu_epi16(o, live, merged);
     }
 
@@ -1078,7 +1088,13 @@ mod x86 {
         let field = _mm256_and_si256(v, _mm256_set1_epi16(mask as u16 as i16));
         let field = _mm256_sll_epi16(field, _mm_cvtsi32_si128(place as i32));
         let o = window_mut::<32>(words, 0).cast::<__m256i>();
-        _mm256_storeu_si256(o, _mm256_or_si256(_mm256_loadu_si256(o), field));
+        // Fields at bit 0 are their words' first (see [`kernels::pack_range`]).
+        let merged = if place == 0 {
+            field
+        } else {
+            _mm256_or_si256(_mm256_loadu_si256(o), field)
+        };
+        _mm256_storeu_si256(o, merged);
     }
 
     /// Byte-shuffle patterns for the 256 masks of 8 lanes. Compression (`EXPAND == false`):
@@ -3400,8 +3416,16 @@ mod tests {
                 check(32),
                 "u32 width {width} count {count} start {start}"
             );
-            // Packing the values back (from each lane type that holds them) rebuilds the bytes.
+            // Packing the values back (from each lane type that holds them) rebuilds the bytes,
+            // over garbage in the words (only the padding is zeroed ahead), with these kernels
+            // and the portable ones.
             let mut packed = std::vec![0u8; frame.len()];
+            let mut portable = std::vec![0u8; frame.len()];
+            for sub in plane.subs() {
+                let words = sub.offset..sub.offset + 2 * sub.words;
+                packed[words.clone()].fill(0xA5);
+                portable[words].fill(0x5A);
+            }
             let mut at = 0;
             while at < count {
                 let n = (1 + rng.below(CHUNK)).min(count - at);
@@ -3409,16 +3433,20 @@ mod tests {
                     let v: std::vec::Vec<u8> =
                         values[at..at + n].iter().map(|&v| v as u8).collect();
                     isa.pack(&mut packed, &plane, at, &v);
+                    Portable.pack(&mut portable, &plane, at, &v);
                 } else if width <= 16 {
                     let v: std::vec::Vec<u16> =
                         values[at..at + n].iter().map(|&v| v as u16).collect();
                     isa.pack(&mut packed, &plane, at, &v);
+                    Portable.pack(&mut portable, &plane, at, &v);
                 } else {
                     isa.pack(&mut packed, &plane, at, &values[at..at + n]);
+                    Portable.pack(&mut portable, &plane, at, &values[at..at + n]);
                 }
                 at += n;
             }
             assert_eq!(packed, frame, "pack width {width} count {count}");
+            assert_eq!(portable, frame, "portable pack width {width} count {count}");
         }
     }
 
