@@ -772,13 +772,11 @@ impl FrameStats {
 // ---------------------------------------------------------------------------------------------
 
 /// Ranking of the exponent alphabet: `order[r]` is the exponent of rank `r` (count descending,
-/// value ascending on ties) and `rank[x]` its inverse.
+/// value ascending on ties).
 #[derive(Clone, Debug)]
 pub struct Ranking {
     /// Exponent of each rank.
     pub order: [u8; MAX_SYMBOLS],
-    /// Rank of each exponent.
-    pub rank: [u16; MAX_SYMBOLS],
     /// `covered[s]`: elements whose rank is below `s` (`s` in `0..=alphabet`).
     pub covered: [u32; MAX_SYMBOLS + 1],
 }
@@ -822,7 +820,6 @@ impl Ranking {
         for (slot, x) in order[hi..].iter_mut().zip(hi..) {
             *slot = x as u8;
         }
-        let mut rank = [0u16; MAX_SYMBOLS];
         let mut covered = [0u32; MAX_SYMBOLS + 1];
         let mut total = 0;
         for (sum, key) in covered[1..].iter_mut().zip(&keys[..present]) {
@@ -830,14 +827,13 @@ impl Ranking {
             *sum = total;
         }
         covered[present + 1..].fill(total);
-        for (r, &x) in order[..alphabet].iter().enumerate() {
-            rank[usize::from(x)] = r as u16;
-        }
-        Ranking {
-            order,
-            rank,
-            covered,
-        }
+        Ranking { order, covered }
+    }
+
+    /// The rank of exponent `x`: its place in `order` (the encoder needs only `order`, whose
+    /// first symbols are the level tables; an inverse table cost 1% of encoding).
+    pub fn rank(&self, x: u8) -> usize {
+        self.order.iter().position(|&o| o == x).unwrap_or(MAX_SYMBOLS)
     }
 }
 
