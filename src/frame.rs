@@ -208,6 +208,10 @@ impl RankedCost for FrameBytes {
     fn table(&self, symbols: usize) -> usize {
         pad32(symbols)
     }
+    #[inline(always)]
+    fn plane_at_least(&self, width: u32, count: usize) -> usize {
+        Plane::bytes_at_least(width, count)
+    }
 }
 
 #[inline(always)]

@@ -237,6 +237,13 @@ impl Plane {
             .sum()
     }
 
+    /// A lower bound of [`Plane::bytes`] that never decreases with `width`: the sub-planes'
+    /// bits as one (`ceil(a) + ceil(b) >= ceil(a + b)`).
+    #[inline]
+    pub fn bytes_at_least(width: u32, count: usize) -> usize {
+        32 * (count * width as usize).div_ceil(256)
+    }
+
     pub(crate) fn subs(&self) -> &[SubPlane] {
         &self.subs[..self.len]
     }
@@ -690,12 +697,7 @@ impl FrameStats {
                 }
             }
         }
-        let mut mode = 0;
-        for (x, &c) in counts.iter().enumerate() {
-            if c > counts[mode] {
-                mode = x;
-            }
-        }
+        let mode = first_max(&counts);
         // More room below the mode than above: magnitudes of weights trail off toward zero and
         // end sharply above (MiniLM bf16: 2.2% of exponents outside `mode - 5 ..= mode + 2`,
         // 6.8% outside `mode - 3 ..= mode + 4`).
@@ -757,14 +759,16 @@ impl FrameStats {
 
     /// Most frequent exponent (the smallest on ties).
     pub fn mode(&self) -> u32 {
-        let mut best = 0;
-        for (x, &c) in self.histogram.iter().enumerate() {
-            if c > self.histogram[best] {
-                best = x;
-            }
-        }
-        best as u32
+        first_max(&self.histogram) as u32
     }
+}
+
+/// The index of the first largest count: the largest found first (a loop that vectorizes),
+/// then its place (a compare per count and a branch taken once, where keeping the best so far
+/// waited on each count).
+fn first_max(counts: &[u32; MAX_SYMBOLS]) -> usize {
+    let max = counts.iter().copied().max().unwrap_or(0);
+    counts.iter().position(|&c| c == max).unwrap_or(0)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -833,7 +837,10 @@ impl Ranking {
     /// The rank of exponent `x`: its place in `order` (the encoder needs only `order`, whose
     /// first symbols are the level tables; an inverse table cost 1% of encoding).
     pub fn rank(&self, x: u8) -> usize {
-        self.order.iter().position(|&o| o == x).unwrap_or(MAX_SYMBOLS)
+        self.order
+            .iter()
+            .position(|&o| o == x)
+            .unwrap_or(MAX_SYMBOLS)
     }
 }
 
@@ -844,6 +851,11 @@ pub trait RankedCost {
     fn plane(&self, width: u32, count: usize) -> usize;
     /// A symbol table of `symbols` entries; never smaller for more entries.
     fn table(&self, symbols: usize) -> usize;
+    /// A lower bound of [`RankedCost::plane`] that never decreases with `width` (0, the
+    /// default, is one): the search stops widening a level once this bound rules it out.
+    fn plane_at_least(&self, _width: u32, _count: usize) -> usize {
+        0
+    }
 }
 
 /// The ranked parameters that minimise the cost of the level planes, the symbol table and the
@@ -855,7 +867,9 @@ pub trait RankedCost {
 /// then its extensions, adding one plane at a time; the first minimum of FORMAT.md's order is
 /// then the smallest (cost, `L`) seen first. An extension is skipped, without changing the
 /// result, when its prefix's planes and table already cost at least the best so far (every
-/// extension costs at least that). Widths whose symbols exceed the alphabet end their loop.
+/// extension costs at least that). Widths whose symbols exceed the alphabet end their loop, and
+/// so does a width whose plane's lower bound ([`RankedCost::plane_at_least`]) and table already
+/// cost at least the best so far: neither decreases with the width, so no wider one can win.
 pub fn choose_ranked(
     ranking: &Ranking,
     elements: usize,
@@ -885,7 +899,13 @@ pub fn choose_ranked(
         }
         for w2 in 1..=e {
             let s2 = s1 + symbols(w2);
-            if s2 > alphabet {
+            if s2 > alphabet
+                || !before(
+                    a1 + cost.plane_at_least(w2, c2 as usize) + cost.table(s2),
+                    2,
+                    &best,
+                )
+            {
                 break;
             }
             let a2 = a1 + cost.plane(w2, c2 as usize);
@@ -899,7 +919,13 @@ pub fn choose_ranked(
             }
             for w3 in 1..=e {
                 let s3 = s2 + symbols(w3);
-                if s3 > alphabet {
+                if s3 > alphabet
+                    || !before(
+                        a2 + cost.plane_at_least(w3, c3 as usize) + cost.table(s3),
+                        3,
+                        &best,
+                    )
+                {
                     break;
                 }
                 let c4 = beyond(s3);

@@ -583,6 +583,14 @@ impl RankedCost for FrameBytes {
     fn table(&self, symbols: usize) -> usize {
         symbols.div_ceil(32) * 32
     }
+    fn plane_at_least(&self, width: u32, count: usize) -> usize {
+        let bound = Plane::bytes_at_least(width, count);
+        assert!(
+            bound <= Plane::bytes(width, count),
+            "width {width} count {count}"
+        );
+        bound
+    }
 }
 
 /// Unpadded bits, which have far fewer ties.
@@ -593,6 +601,9 @@ impl RankedCost for Bits {
     }
     fn table(&self, symbols: usize) -> usize {
         8 * symbols
+    }
+    fn plane_at_least(&self, width: u32, count: usize) -> usize {
+        width as usize * count
     }
 }
 
