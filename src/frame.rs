@@ -103,10 +103,10 @@ fn encode_elements<const B: usize, I: Isa>(
     // The frame's output (at most as many bytes as its input, less when it compresses), fetched
     // while the statistics run: from memory, the zeroing and packing below otherwise wait on
     // each of its lines. (A read prefetch: `prefetchw` measured slower here.)
-    let ahead = &out[..out.len().min(input.len())];
+    let ahead = Ahead::new(&out[..out.len().min(input.len())], elements);
     for start in (0..elements).step_by(CHUNK) {
         let len = CHUNK.min(elements - start);
-        isa.prefetch(share(ahead, start, len, elements));
+        isa.prefetch(ahead.share(start, len));
         let run = &input[B * start..B * (start + len)];
         let hash = checksums.then_some(&mut hashed);
         isa.exponent_stats::<B>(&exponent_fields, run, &mut x[..len], &mut stats, hash);
@@ -592,6 +592,7 @@ pub(crate) fn decode_frame_impl<I: Isa>(
     let ahead = frame
         .get(layout.bytes..frame.len().min(2 * layout.bytes))
         .unwrap_or(&[]);
+    let ahead = Ahead::new(ahead, elements);
     let frame = frame.get(..layout.bytes).ok_or(Error::Truncated {
         needed: layout.bytes as u64,
         available: frame.len() as u64,
@@ -614,16 +615,16 @@ pub(crate) fn decode_frame_impl<I: Isa>(
         }
         // Residuals in the narrowest lanes that hold them: 16 bits for 2-byte elements.
         (FrameParams::Ranked(r), 2) => {
-            read_ranked::<2, u16, I>(isa, frame, &fields, &r, &layout, out, hash, ahead, stores)
+            read_ranked::<2, u16, I>(isa, frame, &fields, &r, &layout, out, hash, &ahead, stores)
         }
         (FrameParams::Ranked(r), _) => {
-            read_ranked::<4, u32, I>(isa, frame, &fields, &r, &layout, out, hash, ahead, stores)
+            read_ranked::<4, u32, I>(isa, frame, &fields, &r, &layout, out, hash, &ahead, stores)
         }
         (FrameParams::Groups(g), 2) => {
-            read_groups::<2, u16, I>(isa, frame, &fields, &g, &layout, out, hash, ahead)
+            read_groups::<2, u16, I>(isa, frame, &fields, &g, &layout, out, hash, &ahead)
         }
         (FrameParams::Groups(g), _) => {
-            read_groups::<4, u32, I>(isa, frame, &fields, &g, &layout, out, hash, ahead)
+            read_groups::<4, u32, I>(isa, frame, &fields, &g, &layout, out, hash, &ahead)
         }
     };
     result.map_err(corrupt)?;
@@ -633,11 +634,26 @@ pub(crate) fn decode_frame_impl<I: Isa>(
     Ok(layout.bytes)
 }
 
-/// The share of `ahead` that matches elements `start..start + len` of `elements`: the decoders
-/// prefetch the next frame a slice per chunk, spread over the frame.
-fn share(ahead: &[u8], start: usize, len: usize, elements: usize) -> &[u8] {
-    let at = |i: usize| (ahead.len() as u64 * i as u64 / elements.max(1) as u64) as usize;
-    &ahead[at(start)..at(start + len)]
+/// Bytes to prefetch while a frame is coded, spread over its elements: each chunk fetches its
+/// share.
+struct Ahead<'a> {
+    bytes: &'a [u8],
+    /// Bytes per element in 32.32 fixed point (one division per frame, not two per chunk).
+    per_element: u64,
+}
+
+impl<'a> Ahead<'a> {
+    fn new(bytes: &'a [u8], elements: usize) -> Ahead<'a> {
+        // Frames are far below 2^32 bytes: no overflow, and `at(elements) <= bytes.len()`.
+        let per_element = ((bytes.len() as u64) << 32) / elements.max(1) as u64;
+        Ahead { bytes, per_element }
+    }
+
+    /// The share of elements `start..start + len` (of the frame's `elements`).
+    fn share(&self, start: usize, len: usize) -> &'a [u8] {
+        let at = |i: usize| ((i as u64 * self.per_element) >> 32) as usize;
+        self.bytes.get(at(start)..at(start + len)).unwrap_or(&[])
+    }
 }
 
 #[inline(always)]
@@ -650,7 +666,7 @@ fn read_ranked<const B: usize, L: Lane, I: Isa>(
     layout: &FrameLayout,
     out: &mut [u8],
     mut hash: Option<&mut H32>,
-    ahead: &[u8],
+    ahead: &Ahead,
     stores: Stores,
 ) -> core::result::Result<(), &'static str> {
     let levels = usize::from(params.levels);
@@ -671,7 +687,7 @@ fn read_ranked<const B: usize, L: Lane, I: Isa>(
     let elements = layout.residual.count;
     for start in (0..elements).step_by(CHUNK) {
         let len = CHUNK.min(elements - start);
-        isa.prefetch(share(ahead, start, len, elements));
+        isa.prefetch(ahead.share(start, len));
         escaped.refill(isa, frame, layout, levels, &luts, &escapes)?;
         let pending = escaped.pending(0);
         let taken = isa
@@ -801,7 +817,7 @@ fn read_groups<const B: usize, L: Lane, I: Isa>(
     layout: &FrameLayout,
     out: &mut [u8],
     mut hash: Option<&mut H32>,
-    ahead: &[u8],
+    ahead: &Ahead,
 ) -> core::result::Result<(), &'static str> {
     let (base, width, low) = (
         u32::from(params.base),
@@ -829,7 +845,7 @@ fn read_groups<const B: usize, L: Lane, I: Isa>(
         // A chunk stays inside one row of groups, so its groups are consecutive.
         let first_group = start % groups;
         let len = CHUNK.min(elements - start).min(groups - first_group);
-        isa.prefetch(share(ahead, start, len, elements));
+        isa.prefetch(ahead.share(start, len));
         isa.unpack(frame, &layout.residual, start, &mut residual[..len]);
         isa.unpack(frame, &layout.planes[1], start, &mut y[..len]);
         let masks = flags.masks(first_group, len);
