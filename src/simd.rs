@@ -2352,12 +2352,8 @@ mod x86 {
         let [t0, t1, t2, t3] = [0, 64, 128, 192].map(|at| _mm512_loadu_si512(table.add(at).cast()));
         let escape = _mm512_set1_epi8(level.escape() as i8);
         let mut k = 0;
-        for q in (0..n).step_by(64) {
-            let live = if q + 64 <= n {
-                u64::MAX
-            } else {
-                (1u64 << (n - q)) - 1
-            };
+        // Whole blocks with a constant mask, then the last, partial one (as `for_each_step32`).
+        let mut block = |q: usize, live: u64| {
             // SAFETY: the masked load reads only `x[q..n]`.
             let v = _mm512_maskz_loadu_epi8(live, x.as_ptr().add(q).cast());
             let low = _mm512_permutex2var_epi8(t0, v, t1);
@@ -2371,14 +2367,17 @@ mod x86 {
                 let picked = _mm512_maskz_compress_epi8(hits, v);
                 assert!(k + count <= escaped.len(), "room for the escaped exponents");
                 // SAFETY: the masked store writes only `escaped[k..k + count]`, in bounds.
-                let fill = if count == 64 {
-                    u64::MAX
-                } else {
-                    (1u64 << count) - 1
-                };
+                let fill = _bzhi_u64(u64::MAX, count as u32); // the low `count` bits, 64 too
                 _mm512_mask_storeu_epi8(escaped.as_mut_ptr().add(k).cast(), fill, picked);
                 k += count;
             }
+        };
+        let whole = n / 64 * 64;
+        for q in (0..whole).step_by(64) {
+            block(q, u64::MAX);
+        }
+        if whole < n {
+            block(whole, (1u64 << (n - whole)) - 1);
         }
         k
     }
