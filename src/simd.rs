@@ -2599,13 +2599,73 @@ mod x86 {
         stats_rest::<B>(fields, input, x, or, blocks, stats, hash);
     }
 
+    /// Per-lane byte counters of `len <= 8` consecutive exponent values from `first`: byte
+    /// `8 q + i` counts the elements of 64-bit lane `q` equal to `first + i`, at most 8 per
+    /// block of 64 (so up to 31 blocks add up without wrapping).
+    struct Window {
+        first: __m512i,
+        len: __m512i,
+        counters: __m512i,
+        start: u8,
+        values: usize,
+    }
+
+    impl Window {
+        #[target_feature(enable = "avx512f")]
+        #[inline]
+        unsafe fn new(first: u8, len: u8) -> Window {
+            Window {
+                first: _mm512_set1_epi8(first as i8),
+                len: _mm512_set1_epi8(len as i8),
+                counters: _mm512_setzero_si512(),
+                start: first,
+                values: usize::from(len),
+            }
+        }
+
+        /// Adds the counts to `histogram`: after an 8x8 byte transpose (byte `8 i + q`) one
+        /// lane per value, summed by `vpsadbw`.
+        #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+        #[inline]
+        unsafe fn add_to(&self, histogram: &mut [u32; kernels::MAX_SYMBOLS]) {
+            let transpose = _mm512_loadu_si512(TRANSPOSE8X8.as_ptr().cast());
+            let by_lane = _mm512_permutexvar_epi8(transpose, self.counters);
+            let mut totals = [0u64; 8];
+            let sums = _mm512_sad_epu8(by_lane, _mm512_setzero_si512());
+            _mm512_storeu_si512(totals.as_mut_ptr().cast(), sums);
+            for (i, total) in totals.into_iter().enumerate().take(self.values) {
+                histogram[usize::from(self.start) + i] += total as u32;
+            }
+        }
+    }
+
+    /// Counts the `live` bytes of `v` inside `window` (one range compare finds them all) and
+    /// returns the mask of the others (live or not). Each counted value as one bit of a byte (`1 << index`); the
+    /// affine transform by these bytes as a bit matrix transposes each lane's 8x8 bits, so
+    /// byte `i` of a lane holds one bit per element of value `first + i`, which `vpopcntb`
+    /// counts: four instructions per block where a compare and a masked add per value took
+    /// sixteen (encode +4% bf16, +10% fp16).
+    #[target_feature(enable = "avx512f,avx512bw,avx512bitalg,gfni")]
+    #[inline]
+    unsafe fn count_window(v: __m512i, live: u64, window: &mut Window) -> u64 {
+        let one_hot = _mm512_broadcast_i32x4(_mm_setr_epi8(
+            1, 2, 4, 8, 16, 32, 64, -128, 0, 0, 0, 0, 0, 0, 0, 0,
+        ));
+        let units = _mm512_set1_epi64(0x8040_2010_0804_0201u64 as i64);
+        let index = _mm512_sub_epi8(v, window.first);
+        let matched = _mm512_mask_cmplt_epu8_mask(live, index, window.len);
+        let bits = _mm512_maskz_shuffle_epi8(matched, one_hot, index);
+        let by_value = _mm512_gf2p8affine_epi64_epi8::<0>(units, bits);
+        window.counters = _mm512_add_epi8(window.counters, _mm512_popcnt_epi8(by_value));
+        !matched
+    }
+
     /// [`Isa::exponent_stats`] in one pass per 64 elements: the exponents by shift, mask and
     /// narrowing; the mantissa OR in a register; the histogram of the exponents
-    /// `first..first + FREQUENT` ([`FrameStats::frequent`], 8 of them) by one bit each, per
-    /// 64-bit lane transposed and counted (`vgf2p8affineqb`, `vpopcntb`; four instructions per
-    /// block where a compare and a masked add per exponent took sixteen: encode +4% bf16, +10%
-    /// fp16), and the other exponents listed by `vpcompressb` and counted one by one after the
-    /// loop. The last elements short of 64 take the portable path.
+    /// `first..first + FREQUENT` ([`FrameStats::frequent`], 8 of them) by [`count_window`],
+    /// and the other exponents listed by `vpcompressb` and counted after the loop (the 8 values
+    /// below the frequent ones by [`count_window`] again). The last elements short of 64 take
+    /// the portable path.
     #[target_feature(
         enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx512bitalg,gfni,avx2,bmi1,bmi2,lzcnt,popcnt"
     )]
@@ -2627,18 +2687,7 @@ mod x86 {
         }
         let hashing = hash.is_some();
         let (m, e_mask) = (_mm_cvtsi32_si128(fields.m as i32), (1u32 << fields.e) - 1);
-        let frequent: [u8; kernels::FREQUENT] = core::array::from_fn(|i| first + i as u8);
-        let (first, run) = (
-            _mm512_set1_epi8(first as i8),
-            _mm512_set1_epi8(kernels::FREQUENT as i8),
-        );
-        // Byte `8 q + i`: how many elements of 64-bit lane `q` had exponent `first + i`, summed
-        // over the blocks (at most 8 per block, [`kernels::CHUNK`] / 64 = 16 blocks: no wrap).
-        let mut counters = _mm512_setzero_si512();
-        let one_hot = _mm512_broadcast_i32x4(_mm_setr_epi8(
-            1, 2, 4, 8, 16, 32, 64, -128, 0, 0, 0, 0, 0, 0, 0, 0,
-        ));
-        let units = _mm512_set1_epi64(0x8040_2010_0804_0201u64 as i64);
+        let mut frequent = Window::new(first, kernels::FREQUENT as u8);
         let mut or = _mm512_setzero_si512();
         // Exponents that are none of `frequent`: at most `at` before block `at`.
         // Not zeroed (a chunk's worth each call would cost about 1% of encoding): only the
@@ -2680,37 +2729,36 @@ mod x86 {
                 _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi)
             };
             _mm512_storeu_si512(xp.add(at).cast(), exps);
-            // The frequent values are consecutive: one range compare finds them all.
-            let index = _mm512_sub_epi8(exps, first);
-            let matched = _mm512_cmplt_epu8_mask(index, run);
-            // Each frequent exponent as one bit of a byte (`1 << index`); the affine transform
-            // by these bytes as a bit matrix transposes each lane's 8x8 bits, so byte `i` of
-            // a lane holds one bit per element of exponent `first + i`, which `vpopcntb` counts.
-            let bits = _mm512_maskz_shuffle_epi8(matched, one_hot, index);
-            let by_value = _mm512_gf2p8affine_epi64_epi8::<0>(units, bits);
-            counters = _mm512_add_epi8(counters, _mm512_popcnt_epi8(by_value));
+            let rest = count_window(exps, u64::MAX, &mut frequent);
             // The others to a list, counted after the loop: a branch per block on whether any
             // are there would be mispredicted in most blocks.
-            let rest = !matched;
             let picked = _mm512_maskz_compress_epi8(rest, exps);
             // SAFETY: `listed <= at` (one entry at most per element before this block), so
             // the 64 bytes from `listed` lie inside `others` (`CHUNK + 64` bytes).
             _mm512_storeu_si512(op.add(listed).cast(), picked);
             listed += rest.count_ones() as usize;
         }
-        // SAFETY: the stores above wrote `others[..listed]`.
-        let others = core::slice::from_raw_parts(op, listed);
-        for &v in others {
-            stats.histogram[usize::from(v)] += 1;
+        frequent.add_to(&mut stats.histogram);
+        // The others, mostly the few values just below the frequent ones (magnitudes trail off
+        // toward zero): those 8 counted the same way, 64 listed at a time, the rest one by one
+        // (one by one, all of them took a third of this kernel: increments of one counter in a
+        // row wait on each other).
+        let mut below = Window::new(first.saturating_sub(8), first.min(8));
+        let mut left = 0;
+        for at in (0..listed).step_by(64) {
+            let live = _bzhi_u64(u64::MAX, (listed - at).min(64) as u32);
+            // SAFETY: `others[..listed]` was written above; the masked load reads only those.
+            let v = _mm512_maskz_loadu_epi8(live, op.add(at).cast());
+            let rest = count_window(v, live, &mut below) & live;
+            // SAFETY: `left <= at`: the 64 bytes from `left` lie inside `others` and overwrite
+            // only entries already loaded.
+            _mm512_storeu_si512(op.add(left).cast(), _mm512_maskz_compress_epi8(rest, v));
+            left += rest.count_ones() as usize;
         }
-        // Bytes `8 i + q` after the transpose: one lane per exponent, summed by `vpsadbw`.
-        let transpose = _mm512_loadu_si512(TRANSPOSE8X8.as_ptr().cast());
-        let by_lane = _mm512_permutexvar_epi8(transpose, counters);
-        let mut totals = [0u64; kernels::FREQUENT];
-        let sums = _mm512_sad_epu8(by_lane, _mm512_setzero_si512());
-        _mm512_storeu_si512(totals.as_mut_ptr().cast(), sums);
-        for (total, v) in totals.into_iter().zip(frequent) {
-            stats.histogram[usize::from(v)] += total as u32;
+        below.add_to(&mut stats.histogram);
+        // SAFETY: the stores above wrote `others[..left]`.
+        for &v in core::slice::from_raw_parts(op, left) {
+            stats.histogram[usize::from(v)] += 1;
         }
         if let Some(h) = hash.as_deref_mut() {
             for (j, a) in [0, 16].into_iter().zip(acc) {
