@@ -96,8 +96,7 @@ fn encode_elements<const B: usize, I: Isa>(
     // groups coding is a candidate, each group's exponent range.
     let exponent_fields = Fields::new(dtype, 0);
     let mut stats = FrameStats::new(elements);
-    // Only when groups is a candidate (zeroing its 8 KiB cost 1% of ranked encoding).
-    let mut ranges = (coding != Coding::Ranked).then(|| GroupRanges::new(elements));
+    let mut ranges = GroupRanges::new(elements);
     let mut x = [0u8; CHUNK];
     let mut hashed = H32::new();
     // The frame's output (at most as many bytes as its input, less when it compresses), fetched
@@ -110,7 +109,7 @@ fn encode_elements<const B: usize, I: Isa>(
         let run = &input[B * start..B * (start + len)];
         let hash = checksums.then_some(&mut hashed);
         isa.exponent_stats::<B>(&exponent_fields, run, &mut x[..len], &mut stats, hash);
-        if let Some(ranges) = ranges.as_mut() {
+        if coding != Coding::Ranked {
             ranges.add(start, &x[..len]);
         }
     }
@@ -131,9 +130,9 @@ fn encode_elements<const B: usize, I: Isa>(
         .as_ref()
         .map_or(usize::MAX, |r| r.1)
         .min(stored.1 + 1);
-    let groups = ranges.as_ref().map(|ranges| {
-        match choose_groups_params(isa, ranges, &stats, dtype, &size_of, beat) {
-            (FrameParams::Groups(params), bytes) => (Plan::Groups(params, ranges), bytes),
+    let groups = (coding != Coding::Ranked).then(|| {
+        match choose_groups_params(isa, &ranges, &stats, dtype, &size_of, beat) {
+            (FrameParams::Groups(params), bytes) => (Plan::Groups(params, &ranges), bytes),
             (_, bytes) => (Plan::Stored, bytes),
         }
     });
