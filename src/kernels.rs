@@ -819,8 +819,8 @@ impl Ranking {
         }
         // The absent ones: below `lo`, the gaps, and from `hi` (`present + missing = hi - lo`,
         // so these last stay in place).
-        for (slot, x) in order[present..present + lo].iter_mut().zip(0..) {
-            *slot = x;
+        for (slot, x) in order[present..present + lo].iter_mut().zip(0..lo) {
+            *slot = x as u8;
         }
         order[present + lo..hi].copy_from_slice(&gaps[..missing]);
         for (slot, x) in order[hi..].iter_mut().zip(hi..) {
