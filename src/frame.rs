@@ -341,8 +341,12 @@ fn write_ranked<const B: usize, L: Lane, I: Isa>(
     let (table_at, table_len) = layout.table;
     out[table_at..table_at + table_len].copy_from_slice(&ranking.order[..table_len]);
     let mut residual = [L::default(); CHUNK];
-    // Per level: the exponents that reach it; the codes of the current level; which escaped.
-    let mut xs = [[0u8; CHUNK + SLACK]; MAX_LEVELS + 1];
+    // Per level: the exponents that reach it, queued until there is a chunk's worth (or the
+    // frame ends), so the deeper levels, which see a tenth of the elements or less, run on
+    // whole chunks too (a few short runs per chunk cost more in calls than in work). Before a
+    // level runs its queue is under a chunk and the one below it appends at most a chunk.
+    let mut xs = [[0u8; 2 * CHUNK + SLACK]; MAX_LEVELS + 1];
+    let mut queued = [0usize; MAX_LEVELS + 1];
     let mut codes = [0u8; CHUNK];
     // Next free entry of each plane.
     let mut next = [0usize; MAX_LEVELS + 1];
@@ -355,24 +359,37 @@ fn write_ranked<const B: usize, L: Lane, I: Isa>(
             &mut residual[..len],
         );
         isa.pack(out, &layout.residual, start, &residual[..len]);
-        let mut n = len;
-        for level in 0..=levels {
-            let plane = &layout.planes[level];
-            if level == levels {
-                // The last level stores the exponents themselves.
-                isa.pack(out, plane, next[level], &xs[level][..n]);
-                next[level] += n;
-                break;
+        queued[0] = len;
+        let last = start + len == elements;
+        // One chunk of a level at a time, from the top, until no level has a chunk (or, at the
+        // frame's end, anything) left.
+        let mut ran = true;
+        while ran {
+            ran = false;
+            for level in 0..=levels {
+                let n = queued[level];
+                if n == 0 || (n < CHUNK && level > 0 && !last) {
+                    continue;
+                }
+                ran = true;
+                let m = n.min(CHUNK);
+                let plane = &layout.planes[level];
+                let (upper, lower) = xs.split_at_mut(level + 1);
+                let x = &mut upper[level];
+                if level == levels {
+                    // The last level stores the exponents themselves.
+                    isa.pack(out, plane, next[level], &x[..m]);
+                } else {
+                    let more = &mut lower[0][queued[level + 1]..];
+                    let escaped =
+                        isa.level_codes(&x[..m], &level_codes[level], &mut codes[..m], more);
+                    isa.pack(out, plane, next[level], &codes[..m]);
+                    queued[level + 1] += escaped;
+                }
+                next[level] += m;
+                x.copy_within(m..n, 0);
+                queued[level] = n - m;
             }
-            let (upper, lower) = xs.split_at_mut(level + 1);
-            let x = &upper[level][..n];
-            let escaped = isa.level_codes(x, &level_codes[level], &mut codes[..n], &mut lower[0]);
-            isa.pack(out, plane, next[level], &codes[..n]);
-            next[level] += n;
-            if escaped == 0 {
-                break;
-            }
-            n = escaped;
         }
     }
     debug_assert!((0..=levels).all(|j| next[j] == layout.planes[j].count));
