@@ -100,8 +100,8 @@ fn encode_elements<const B: usize, I: Isa>(
     let mut x = [0u8; CHUNK];
     let mut hashed = H32::new();
     // The frame's output (at most as many bytes as its input, less when it compresses), fetched
-    // while the statistics run: from memory, the zeroing and packing below otherwise wait on
-    // each of its lines. (A read prefetch: `prefetchw` measured slower here.)
+    // while the statistics run: from memory, the packing below otherwise waits on each of its
+    // lines. (A read prefetch: `prefetchw` measured slower here.)
     let ahead = Ahead::new(&out[..out.len().min(input.len())], elements);
     for start in (0..elements).step_by(CHUNK) {
         let len = CHUNK.min(elements - start);
@@ -169,14 +169,14 @@ fn encode_elements<const B: usize, I: Isa>(
     let fields = Fields::new(dtype, dead_bits.into());
     // Nothing is zeroed ahead (the whole frame cost 4% of encoding in cache): the header, the
     // table and the planes' words are written whole (a word's first field is stored, not ORed:
-    // `kernels::pack_range`), the padding is zeroed here.
-    let body = FRAME_HEADER_BYTES + input.len();
+    // `kernels::pack_range`), the padding is zeroed here (a stored frame has none of these).
+    layout.padding().for_each(|pad| out[pad].fill(0));
     match plan {
-        Plan::Stored => out[body..].fill(0),
-        _ => layout.padding().for_each(|pad| out[pad].fill(0)),
-    }
-    match plan {
-        Plan::Stored => out[FRAME_HEADER_BYTES..body].copy_from_slice(input),
+        Plan::Stored => {
+            let (body, padding) = out[FRAME_HEADER_BYTES..].split_at_mut(input.len());
+            body.copy_from_slice(input);
+            padding.fill(0);
+        }
         Plan::Ranked(r, ranking) => {
             if B == 2 {
                 write_ranked::<B, u16, I>(isa, input, elements, &fields, &r, ranking, &layout, out)

@@ -961,9 +961,9 @@ mod x86 {
                 pack_step::<L>(v, shifts, w);
             }
             let q = run / STEP * STEP;
+            let (take, place, mask) = shifts;
             // The scratch step ORs zeros into the words past the run: only where fields at
             // bit 0 are there already (else it would store over them).
-            let (_, place, _) = shifts;
             if q < run && place != 0 && words.len() >= 2 * (q + STEP) {
                 let mut scratch = [0u8; 4 * STEP];
                 let rest = &src[lane_bytes * q..];
@@ -971,7 +971,6 @@ mod x86 {
                 let v = &scratch[..lane_bytes * STEP];
                 pack_step::<L>(v, shifts, &mut words[2 * q..2 * q + 2 * STEP]);
             } else {
-                let (take, place, mask) = shifts;
                 for q in q..run {
                     let mut lane = [0u8; 4];
                     lane[..lane_bytes].copy_from_slice(&src[lane_bytes * q..lane_bytes * (q + 1)]);
@@ -2640,11 +2639,11 @@ mod x86 {
     }
 
     /// Counts the `live` bytes of `v` inside `window` (one range compare finds them all) and
-    /// returns the mask of the others (live or not). Each counted value as one bit of a byte (`1 << index`); the
-    /// affine transform by these bytes as a bit matrix transposes each lane's 8x8 bits, so
-    /// byte `i` of a lane holds one bit per element of value `first + i`, which `vpopcntb`
-    /// counts: four instructions per block where a compare and a masked add per value took
-    /// sixteen (encode +4% bf16, +10% fp16).
+    /// returns the mask of the others (live or not). Each counted value as one bit of a byte
+    /// (`1 << index`); the affine transform by these bytes as a bit matrix transposes each
+    /// lane's 8x8 bits, so byte `i` of a lane holds one bit per element of value `first + i`,
+    /// which `vpopcntb` counts: four instructions per block where a compare and a masked add
+    /// per value took sixteen (encode +4% bf16, +10% fp16).
     #[target_feature(enable = "avx512f,avx512bw,avx512bitalg,gfni")]
     #[inline]
     unsafe fn count_window(v: __m512i, live: u64, window: &mut Window) -> u64 {
