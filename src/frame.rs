@@ -352,13 +352,15 @@ fn write_ranked<const B: usize, L: Lane, I: Isa>(
     let mut next = [0usize; MAX_LEVELS + 1];
     for start in (0..elements).step_by(CHUNK) {
         let len = CHUNK.min(elements - start);
-        isa.split_load::<B, L>(
+        isa.split_pack::<B, L>(
             fields,
             &input[B * start..B * (start + len)],
             &mut xs[0][..len],
             &mut residual[..len],
+            out,
+            &layout.residual,
+            start,
         );
-        isa.pack(out, &layout.residual, start, &residual[..len]);
         queued[0] = len;
         let last = start + len == elements;
         // One chunk of a level at a time, from the top, until no level has a chunk (or, at the
