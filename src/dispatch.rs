@@ -19,16 +19,18 @@ mod x86 {
     use crate::simd::Avx2;
 
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+    #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn encode_frame(
         isa: Avx2,
         dtype: Dtype,
         coding: Coding,
         checksums: bool,
         input: &[u8],
+        next: &[u8],
         elements: usize,
         out: &mut [u8],
     ) -> Result<usize> {
-        encode_frame_impl(isa, dtype, coding, checksums, input, elements, out)
+        encode_frame_impl(isa, dtype, coding, checksums, input, next, elements, out)
     }
 
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
@@ -91,16 +93,18 @@ pub(crate) fn encode_frame(
     coding: Coding,
     checksums: bool,
     input: &[u8],
+    next: &[u8],
     elements: usize,
     out: &mut [u8],
 ) -> Result<usize> {
+    let (c, e) = (coding, elements);
     #[cfg(all(feature = "std", target_arch = "x86_64"))]
     if let Some(isa) = avx2() {
         // SAFETY: the token exists only when this CPU has every feature the x86 functions are
         // compiled for; they are otherwise ordinary safe functions.
-        return unsafe { x86::encode_frame(isa, dtype, coding, checksums, input, elements, out) };
+        return unsafe { x86::encode_frame(isa, dtype, c, checksums, input, next, e, out) };
     }
-    encode_frame_impl(Portable, dtype, coding, checksums, input, elements, out)
+    encode_frame_impl(Portable, dtype, c, checksums, input, next, e, out)
 }
 
 pub(crate) fn decode_frame(
@@ -140,7 +144,16 @@ pub fn encode_frame_portable(
         // Same validation as the public function, which reports it.
         return crate::frame::encode_frame(dtype, coding, checksums, input, out);
     }
-    encode_frame_impl(Portable, dtype, coding, checksums, input, elements, out)
+    encode_frame_impl(
+        Portable,
+        dtype,
+        coding,
+        checksums,
+        input,
+        &[],
+        elements,
+        out,
+    )
 }
 
 /// [`crate::frame::decode_frame`] on the baseline compilation, whatever the CPU.

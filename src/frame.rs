@@ -50,6 +50,19 @@ pub fn encode_frame(
     input: &[u8],
     out: &mut [u8],
 ) -> Result<usize> {
+    encode_frame_before(dtype, coding, checksums, input, &[], out)
+}
+
+/// [`encode_frame`] of a frame that `next` follows (the next frame's input, or empty): the
+/// encoder fetches it into the cache while it writes this frame.
+pub(crate) fn encode_frame_before(
+    dtype: Dtype,
+    coding: Coding,
+    checksums: bool,
+    input: &[u8],
+    next: &[u8],
+    out: &mut [u8],
+) -> Result<usize> {
     let eb = dtype.element_bytes();
     if !input.len().is_multiple_of(eb) {
         return Err(Error::PartialElement {
@@ -61,34 +74,39 @@ pub fn encode_frame(
     if elements == 0 || elements > MAX_FRAME_LEN {
         return Err(Error::InvalidFrameLength(elements as u32));
     }
-    crate::dispatch::encode_frame(dtype, coding, checksums, input, elements, out)
+    crate::dispatch::encode_frame(dtype, coding, checksums, input, next, elements, out)
 }
 
 /// The encoder's element loops; `#[inline(always)]` down to the kernels so that
 /// [`crate::dispatch`] can compile them once per instruction set.
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn encode_frame_impl<I: Isa>(
     isa: I,
     dtype: Dtype,
     coding: Coding,
     checksums: bool,
     input: &[u8],
+    next: &[u8],
     elements: usize,
     out: &mut [u8],
 ) -> Result<usize> {
+    let (c, e) = (coding, elements);
     match dtype.element_bytes() {
-        2 => encode_elements::<2, I>(isa, dtype, coding, checksums, input, elements, out),
-        _ => encode_elements::<4, I>(isa, dtype, coding, checksums, input, elements, out),
+        2 => encode_elements::<2, I>(isa, dtype, c, checksums, input, next, e, out),
+        _ => encode_elements::<4, I>(isa, dtype, c, checksums, input, next, e, out),
     }
 }
 
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 fn encode_elements<const B: usize, I: Isa>(
     isa: I,
     dtype: Dtype,
     coding: Coding,
     checksums: bool,
     input: &[u8],
+    next: &[u8],
     elements: usize,
     out: &mut [u8],
 ) -> Result<usize> {
@@ -103,6 +121,9 @@ fn encode_elements<const B: usize, I: Isa>(
     // while the statistics run: from memory, the packing below otherwise waits on each of its
     // lines. (A read prefetch: `prefetchw` measured slower here.)
     let ahead = Ahead::new(&out[..out.len().min(input.len())], elements);
+    // The next frame's input, fetched while this one is written (the writing is compute-bound,
+    // the statistics pass bandwidth-bound).
+    let following = Ahead::new(&next[..next.len().min(input.len())], elements);
     for start in (0..elements).step_by(CHUNK) {
         let len = CHUNK.min(elements - start);
         isa.prefetch(ahead.share(start, len));
@@ -178,17 +199,19 @@ fn encode_elements<const B: usize, I: Isa>(
             padding.fill(0);
         }
         Plan::Ranked(r, ranking) => {
+            let (f, a) = (&fields, &following);
             if B == 2 {
-                write_ranked::<B, u16, I>(isa, input, elements, &fields, &r, ranking, &layout, out)
+                write_ranked::<B, u16, I>(isa, input, elements, f, &r, ranking, &layout, a, out)
             } else {
-                write_ranked::<B, u32, I>(isa, input, elements, &fields, &r, ranking, &layout, out)
+                write_ranked::<B, u32, I>(isa, input, elements, f, &r, ranking, &layout, a, out)
             }
         }
         Plan::Groups(g, ranges) => {
+            let (f, a) = (&fields, &following);
             if B == 2 {
-                write_groups::<B, u16, I>(isa, input, elements, &fields, &g, ranges, &layout, out)
+                write_groups::<B, u16, I>(isa, input, elements, f, &g, ranges, &layout, a, out)
             } else {
-                write_groups::<B, u32, I>(isa, input, elements, &fields, &g, ranges, &layout, out)
+                write_groups::<B, u32, I>(isa, input, elements, f, &g, ranges, &layout, a, out)
             }
         }
     }
@@ -329,6 +352,7 @@ fn write_ranked<const B: usize, L: Lane, I: Isa>(
     params: &RankedParams,
     ranking: &Ranking,
     layout: &FrameLayout,
+    ahead: &Ahead,
     out: &mut [u8],
 ) {
     let levels = usize::from(params.levels);
@@ -352,6 +376,7 @@ fn write_ranked<const B: usize, L: Lane, I: Isa>(
     let mut next = [0usize; MAX_LEVELS + 1];
     for start in (0..elements).step_by(CHUNK) {
         let len = CHUNK.min(elements - start);
+        isa.prefetch(ahead.share(start, len));
         isa.split_pack::<B, L>(
             fields,
             &input[B * start..B * (start + len)],
@@ -410,6 +435,7 @@ fn write_groups<const B: usize, L: Lane, I: Isa>(
     params: &GroupsParams,
     ranges: &GroupRanges,
     layout: &FrameLayout,
+    ahead: &Ahead,
     out: &mut [u8],
 ) {
     let groups = elements.div_ceil(GROUP_LEN);
@@ -441,6 +467,7 @@ fn write_groups<const B: usize, L: Lane, I: Isa>(
     while start < elements {
         let first_group = start % groups;
         let len = CHUNK.min(elements - start).min(groups - first_group);
+        isa.prefetch(ahead.share(start, len));
         isa.split_load::<B, L>(
             fields,
             &input[B * start..B * (start + len)],

@@ -5,7 +5,8 @@ use crate::format::{
     max_encoded_len, Dtype, FrameCoding, StreamInfo, DEFAULT_FRAME_LOG2, STREAM_HEADER_BYTES,
 };
 use crate::frame::{
-    check_frame_header, decode_frame_with, encode_frame, Coding, Stores, STREAMING_STORES_FROM,
+    check_frame_header, decode_frame_with, encode_frame_before, Coding, Stores,
+    STREAMING_STORES_FROM,
 };
 
 /// What the writer chooses.
@@ -88,9 +89,12 @@ pub fn encode(options: &EncodeOptions, input: &[u8], out: &mut [u8]) -> Result<u
         .ok_or(too_small)?
         .copy_from_slice(&info.to_bytes());
     let mut at = STREAM_HEADER_BYTES;
-    for frame in input.chunks(info.frame_len() * eb) {
+    let frame_bytes = info.frame_len() * eb;
+    for (i, frame) in input.chunks(frame_bytes).enumerate() {
         let dst = out.get_mut(at..).ok_or(too_small)?;
-        at += encode_frame(options.dtype, options.coding, options.checksums, frame, dst).map_err(
+        let next = input.get((i + 1) * frame_bytes..).unwrap_or(&[]);
+        let (dtype, coding, checksums) = (options.dtype, options.coding, options.checksums);
+        at += encode_frame_before(dtype, coding, checksums, frame, next, dst).map_err(
             |e| match e {
                 Error::OutputTooSmall { .. } => too_small,
                 other => other,
