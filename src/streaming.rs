@@ -67,7 +67,9 @@ use crate::error::{Error, Result};
 use crate::format::{
     Dtype, StreamInfo, ALIGN, DEFAULT_FRAME_LOG2, FRAME_HEADER_BYTES, STREAM_HEADER_BYTES,
 };
-use crate::frame::{check_frame_header, decode_frame, encode_frame, max_frame_bytes};
+use crate::frame::{
+    check_frame_header, decode_frame, encode_frame, encode_frame_before, max_frame_bytes,
+};
 use crate::stream::EncodeOptions;
 
 /// Buffer capacity in bytes that an [`Encoder`] or [`Decoder`] needs for frames of `frame_len`
@@ -661,15 +663,17 @@ impl<const CAP: usize> Encoder<CAP> {
             let room = output.len() - p.written;
             let direct = room >= largest;
             if self.staged == 0 && rest.len() >= bytes {
-                // Zero copy in: the whole frame is in the caller's slice.
-                let frame = &rest[..bytes];
+                // Zero copy in: the whole frame is in the caller's slice (and what follows it,
+                // which the encoder fetches while it writes this frame).
+                let (frame, next) = rest.split_at(bytes);
                 if direct {
-                    let n =
-                        encode_frame(dtype, coding, checksums, frame, &mut output[p.written..])?;
+                    let out = &mut output[p.written..];
+                    let n = encode_frame_before(dtype, coding, checksums, frame, next, out)?;
                     p.written += n;
                     self.bytes_out += n as u64;
                 } else {
-                    let n = encode_frame(dtype, coding, checksums, frame, &mut self.buf)?;
+                    let out = &mut self.buf;
+                    let n = encode_frame_before(dtype, coding, checksums, frame, next, out)?;
                     self.pending = Pending { start: 0, end: n };
                 }
                 p.consumed += bytes;
