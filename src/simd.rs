@@ -3610,6 +3610,15 @@ mod tests {
         }
     }
 
+    /// `detected`, or the same CPU's token with the AVX-512 step off (tests run both paths).
+    fn with_avx512(detected: Avx2, on: bool) -> Avx2 {
+        if on {
+            detected
+        } else {
+            detected.without_avx512()
+        }
+    }
+
     fn avx2() -> Option<Avx2> {
         let isa = Avx2::detect();
         if isa.is_none() {
@@ -3642,11 +3651,7 @@ mod tests {
         let mut rng = Rng(1);
         for case in 0..cases(600) {
             // Odd cases without the AVX-512 kernels (even ones with them, where the CPU has them).
-            let isa = if case % 2 == 0 {
-                detected
-            } else {
-                detected.without_avx512()
-            };
+            let isa = with_avx512(detected, case % 2 == 0);
             let width = rng.below(25) as u32; // 0: a plane of zeros with no sub-planes
             let count = 1 + rng.below(if case % 3 == 0 { 40 } else { 3000 });
             let (frame, plane, values) = random_plane(&mut rng, width, count);
@@ -3725,11 +3730,7 @@ mod tests {
         let mut rng = Rng(2);
         for case in 0..cases(2000) {
             // Odd cases without the AVX-512 kernels (even ones with them, where the CPU has them).
-            let isa = if case % 2 == 0 {
-                detected
-            } else {
-                detected.without_avx512()
-            };
+            let isa = with_avx512(detected, case % 2 == 0);
             let len = rng.below(CHUNK + 1);
             let width = 1 + rng.below(8) as u32;
             let escape = ((1u32 << width) - 1) as u8;
@@ -3861,11 +3862,7 @@ mod tests {
         let Some(detected) = avx2() else { return };
         let mut rng = Rng(17);
         for case in 0..cases(300) {
-            let isa = if case / 3 % 2 == 0 {
-                detected
-            } else {
-                detected.without_avx512()
-            };
+            let isa = with_avx512(detected, case / 3 % 2 == 0);
             let dtype = Dtype::ALL[case % 3];
             let b = dtype.element_bytes();
             let dead = rng.below(Fields::new(dtype, 0).m as usize + 1) as u32;
@@ -3941,11 +3938,7 @@ mod tests {
         for case in 0..cases(300) {
             // Half the cases without the AVX-512 step (where the CPU has it), in every dtype and
             // with either mantissa pattern.
-            let isa = if case / 3 % 2 == 0 {
-                detected
-            } else {
-                detected.without_avx512()
-            };
+            let isa = with_avx512(detected, case / 3 % 2 == 0);
             let dtype = Dtype::ALL[case % 3];
             let b = dtype.element_bytes();
             let fields = Fields::new(dtype, 0);
@@ -4256,11 +4249,7 @@ mod tests {
         let mut rng = Rng(3);
         for case in 0..cases(900) {
             // Odd cases without the AVX-512 final step (even ones with it, where the CPU has it).
-            let isa = if case % 2 == 0 {
-                detected
-            } else {
-                detected.without_avx512()
-            };
+            let isa = with_avx512(detected, case % 2 == 0);
             let dtype = Dtype::ALL[case % 3];
             let fields = Fields::new(dtype, rng.below(dtype.mantissa_bits() as usize + 1) as u32);
             // Every fourth case a whole chunk whose residuals straddle two runs of words (they
