@@ -1324,20 +1324,48 @@ mod x86 {
         kernels::rank_codes(&x[q..n], level, &mut out[q..n]);
     }
 
+    /// The shifts and masks that split 2-byte elements ([`Fields::split`]) in 16-bit lanes.
+    struct Split16 {
+        m: __m128i,
+        k: __m128i,
+        exponent_mask: __m256i,
+        mantissa_mask: __m256i,
+        /// The sign (bit 15) goes to the residual's bit `live`, above the live mantissa bits.
+        sign_to: __m128i,
+        sign_bit: __m256i,
+    }
+
+    impl Split16 {
+        #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+        #[inline]
+        unsafe fn new(fields: &Fields) -> Split16 {
+            let live = fields.m - fields.k;
+            Split16 {
+                m: _mm_cvtsi32_si128(fields.m as i32),
+                k: _mm_cvtsi32_si128(fields.k as i32),
+                exponent_mask: _mm256_set1_epi16(((1u32 << fields.e) - 1) as i16),
+                mantissa_mask: _mm256_set1_epi16(((1u32 << fields.m) - 1) as i16),
+                sign_to: _mm_cvtsi32_si128((fields.e + fields.m - live) as i32),
+                sign_bit: _mm256_set1_epi16(1 << live),
+            }
+        }
+
+        /// The exponents and residuals of 16 elements `u`, in 16-bit lanes.
+        #[inline(always)]
+        unsafe fn lanes(&self, u: __m256i) -> (__m256i, __m256i) {
+            let exponents = _mm256_and_si256(_mm256_srl_epi16(u, self.m), self.exponent_mask);
+            let sign = _mm256_and_si256(_mm256_srl_epi16(u, self.sign_to), self.sign_bit);
+            let mantissa = _mm256_srl_epi16(_mm256_and_si256(u, self.mantissa_mask), self.k);
+            (exponents, _mm256_or_si256(sign, mantissa))
+        }
+    }
+
     /// [`kernels::split_load`] for 2-byte elements: 32 per step, exponents narrowed to bytes.
     #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
     #[inline]
     unsafe fn split16(fields: &Fields, input: &[u8], x: &mut [u8], r: &mut [u16]) {
         let n = x.len().min(r.len()).min(input.len() / 2);
-        let live = fields.m - fields.k;
-        let exponent_mask = _mm256_set1_epi16(((1u32 << fields.e) - 1) as i16);
-        let mantissa_mask = _mm256_set1_epi16(((1u32 << fields.m) - 1) as i16);
-        let (m, k) = (
-            _mm_cvtsi32_si128(fields.m as i32),
-            _mm_cvtsi32_si128(fields.k as i32),
-        );
-        let sign_at = _mm_cvtsi32_si128((fields.e + fields.m) as i32);
-        let live = _mm_cvtsi32_si128(live as i32);
+        let split = Split16::new(fields);
         let rb: &mut [u8] = bytemuck::cast_slice_mut(&mut r[..n]);
         // 32 elements per step: their exponents narrowed by one pack of two registers.
         let steps = input[..2 * n]
@@ -1348,11 +1376,9 @@ mod x86 {
             let mut exps = [_mm256_setzero_si256(); 2];
             for (h, ex) in exps.iter_mut().enumerate() {
                 let u = _mm256_loadu_si256(window::<32>(e, 32 * h).cast());
-                *ex = _mm256_and_si256(_mm256_srl_epi16(u, m), exponent_mask);
-                let sign = _mm256_sll_epi16(_mm256_srl_epi16(u, sign_at), live);
-                let mant = _mm256_srl_epi16(_mm256_and_si256(u, mantissa_mask), k);
-                let o = window_mut::<32>(rs, 32 * h).cast();
-                _mm256_storeu_si256(o, _mm256_or_si256(sign, mant));
+                let r;
+                (*ex, r) = split.lanes(u);
+                _mm256_storeu_si256(window_mut::<32>(rs, 32 * h).cast(), r);
             }
             let bytes = _mm256_permute4x64_epi64::<0xD8>(_mm256_packus_epi16(exps[0], exps[1]));
             _mm256_storeu_si256(window_mut::<32>(xs, 0).cast(), bytes);
@@ -1443,16 +1469,7 @@ mod x86 {
         subs: [PackShifts; N],
     ) {
         let steps = x.len().min(input.len() / 2) / 32 * 32;
-        let live = fields.m - fields.k;
-        let exponent_mask = _mm256_set1_epi16(((1u32 << fields.e) - 1) as i16);
-        let mantissa_mask = _mm256_set1_epi16(((1u32 << fields.m) - 1) as i16);
-        let (m, k) = (
-            _mm_cvtsi32_si128(fields.m as i32),
-            _mm_cvtsi32_si128(fields.k as i32),
-        );
-        // The sign (bit 15) goes to the residual's bit `live`, above the live mantissa bits.
-        let sign_to = _mm_cvtsi32_si128((fields.e + fields.m - live) as i32);
-        let sign_bit = _mm256_set1_epi16(1 << live);
+        let split = Split16::new(fields);
         let (ip, xp, fp) = (input.as_ptr(), x.as_mut_ptr(), frame.as_mut_ptr());
         for at in (0..steps).step_by(32) {
             let mut exps = [_mm256_setzero_si256(); 2];
@@ -1460,10 +1477,8 @@ mod x86 {
                 // SAFETY: `at + 32 <= steps`: the input bytes `2 * (at..at + 32)` and the
                 // exponents `at..at + 32` are in bounds; the words are the caller's.
                 let u = _mm256_loadu_si256(ip.add(2 * (at + 16 * h)).cast());
-                *ex = _mm256_and_si256(_mm256_srl_epi16(u, m), exponent_mask);
-                let sign = _mm256_and_si256(_mm256_srl_epi16(u, sign_to), sign_bit);
-                let mant = _mm256_srl_epi16(_mm256_and_si256(u, mantissa_mask), k);
-                let r = _mm256_or_si256(sign, mant);
+                let r;
+                (*ex, r) = split.lanes(u);
                 for (i, sub) in subs.iter().enumerate() {
                     // The first sub-plane takes bit 0 on (no shift), the last one the top bits
                     // (no mask).
