@@ -53,9 +53,11 @@ pub fn encode_frame(
     encode_frame_before(dtype, coding, checksums, input, &[], out)
 }
 
-/// [`encode_frame`] of a frame that `next` follows (the next frame's input, or empty): the
-/// encoder fetches it into the cache while it writes this frame.
-pub(crate) fn encode_frame_before(
+/// [`encode_frame`] of a frame that `next` follows in memory (the input after this frame, or
+/// empty): the encoder fetches the first `input.len()` bytes of `next` into the cache while it
+/// writes this frame, so a caller that encodes frames one after another (on each thread) finds
+/// the next one in the cache rather than in memory. The bytes written do not depend on `next`.
+pub fn encode_frame_before(
     dtype: Dtype,
     coding: Coding,
     checksums: bool,

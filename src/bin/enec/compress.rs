@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use enec::container::{PieceKind, MAGIC as CONTAINER_MAGIC};
 use enec::format::{StreamInfo, MAGIC as STREAM_MAGIC};
-use enec::frame::{encode_frame, max_frame_bytes};
+use enec::frame::{encode_frame_before, max_frame_bytes};
 use enec::{Dtype, EncodeOptions};
 
 use crate::container::{ContainerWriter, PieceMeta, Sink};
@@ -134,8 +134,9 @@ enum Unit<'a> {
     Raw(usize, &'a [u8]),
     /// The start of an enec piece (its stream header).
     Start(usize),
-    /// One frame of the current enec piece.
-    Frame(Dtype, &'a [u8]),
+    /// One frame of the current enec piece, and the piece's bytes after it (which the encoder
+    /// fetches while it writes this frame: the same thread most often encodes the next).
+    Frame(Dtype, &'a [u8], &'a [u8]),
     /// The end of an enec piece.
     End(usize),
 }
@@ -148,13 +149,19 @@ fn frame_units<'a>(
     let frame_bytes = (1usize << options.frame_log2) * dtype.element_bytes();
     bytes
         .chunks(frame_bytes)
-        .map(move |frame| Ok(Unit::Frame(dtype, frame)))
+        .enumerate()
+        .map(move |(i, frame)| {
+            let next = bytes.get((i + 1) * frame_bytes..).unwrap_or_default();
+            Ok(Unit::Frame(dtype, frame, next))
+        })
 }
 
-/// Encodes one frame into `buffer`; returns its size.
+/// Encodes one frame into `buffer` (fetching `next`, the input after it, meanwhile); returns
+/// its size.
 fn encode_unit(
     dtype: Dtype,
     frame: &[u8],
+    next: &[u8],
     options: &EncodeOptions,
     buffer: &mut Vec<u8>,
 ) -> Result<usize> {
@@ -162,8 +169,15 @@ fn encode_unit(
     if buffer.len() < max {
         buffer.resize(max, 0);
     }
-    encode_frame(dtype, options.coding, options.checksums, frame, buffer)
-        .map_err(|e| format!("encoding a frame: {e}").into())
+    encode_frame_before(
+        dtype,
+        options.coding,
+        options.checksums,
+        frame,
+        next,
+        buffer,
+    )
+    .map_err(|e| format!("encoding a frame: {e}").into())
 }
 
 fn stream_header(dtype: Dtype, bytes: usize, options: &EncodeOptions) -> Result<[u8; 32]> {
@@ -210,12 +224,12 @@ pub fn compress_pieces<S: Sink + Send>(
         units
     });
     let weight = |u: &Unit<'_>| match u {
-        Unit::Raw(_, b) | Unit::Frame(_, b) => b.len(),
+        Unit::Raw(_, b) | Unit::Frame(_, b, _) => b.len(),
         _ => 0,
     };
     let work = |u: &Unit<'_>, buffer: &mut Vec<u8>| match u {
         Unit::Raw(_, bytes) => Ok(enec::checksum::h32(bytes) as usize),
-        Unit::Frame(dtype, frame) => encode_unit(*dtype, frame, options, buffer),
+        Unit::Frame(dtype, frame, next) => encode_unit(*dtype, frame, next, options, buffer),
         _ => Ok(0),
     };
     let mut writer = ContainerWriter::new(out)?;
@@ -232,7 +246,7 @@ pub fn compress_pieces<S: Sink + Send>(
             let dtype = piece.enec.unwrap_or(Dtype::Bf16);
             writer.payload(&stream_header(dtype, bytes_of(piece).len(), options)?)
         }
-        Unit::Frame(_, frame) => {
+        Unit::Frame(_, frame, _) => {
             progress.inc(frame.len() as u64);
             writer.payload(&buffer[..result])
         }
@@ -260,11 +274,11 @@ pub fn compress_raw<S: Sink + Send>(
     out.put(&stream_header(dtype, data.len(), options)?)?;
     let mut compressed = 32u64;
     let work = |u: &Unit<'_>, buffer: &mut Vec<u8>| match u {
-        Unit::Frame(dtype, frame) => encode_unit(*dtype, frame, options, buffer),
+        Unit::Frame(dtype, frame, next) => encode_unit(*dtype, frame, next, options, buffer),
         _ => Ok(0),
     };
     let emit = |u: Unit<'_>, result: usize, buffer: &[u8]| {
-        if let Unit::Frame(_, frame) = u {
+        if let Unit::Frame(_, frame, _) = u {
             progress.inc(frame.len() as u64);
             compressed += result as u64;
             out.put(&buffer[..result])?;
@@ -272,7 +286,7 @@ pub fn compress_raw<S: Sink + Send>(
         Ok(())
     };
     let weight = |u: &Unit<'_>| match u {
-        Unit::Frame(_, b) => b.len(),
+        Unit::Frame(_, b, _) => b.len(),
         _ => 0,
     };
     pipeline::run(frame_units(dtype, data, options), weight, work, emit)?;
