@@ -23,7 +23,7 @@ cargo +nightly miri test --lib -- \
 # 2. With `std` and the AVX2 target features enabled at compile time, so that the run-time
 #    dispatch takes its `unsafe` path into the AVX2 compilation of the kernels (src/dispatch.rs):
 #    the corruption checks on small streams of every dtype and coding.
-#    Then the AVX2 kernels' own tests against the portable kernels (src/simd.rs).
+#    Then the AVX2 kernels' own tests against the portable kernels (src/simd/tests.rs).
 RUSTFLAGS="-C target-feature=+avx2,+bmi1,+bmi2,+lzcnt,+popcnt" \
     cargo +nightly miri test --features std --test corruption -- small_streams_sampled
 RUSTFLAGS="-C target-feature=+avx2,+bmi1,+bmi2,+lzcnt,+popcnt" \

@@ -2,10 +2,10 @@
 //!
 //! The frame loops (`frame.rs`) are generic over [`crate::simd::Isa`]. With the `std` feature on
 //! x86_64 they are compiled a second time with AVX2 (and BMI1/2, LZCNT, POPCNT) enabled, over the
-//! kernels of `simd.rs` (AVX2, and AVX-512 where the CPU has F/BW/VL/VBMI/VBMI2/BITALG and
+//! kernels of `simd/` (AVX2, and AVX-512 where the CPU has F/BW/VL/VBMI/VBMI2/BITALG and
 //! GFNI), and chosen at run time when the CPU has them; everything else (no_std builds, other
-//! architectures) runs the portable kernels. All produce identical bytes: `src/simd.rs`'s tests
-//! compare each kernel, `tests/dispatch.rs` whole frames.
+//! architectures) runs the portable kernels. All produce identical bytes: `src/simd/tests.rs`
+//! compares each kernel, `tests/dispatch.rs` whole frames.
 #![allow(unsafe_code)]
 
 use crate::error::Result;
