@@ -1148,7 +1148,7 @@ pub(super) unsafe fn level_chunk_avx2(
     };
     let lut = _mm256_broadcastsi128_si256(_mm_loadu_si128(table.as_ptr().cast()));
     let escapes = _mm256_set1_epi8(escape as i8);
-    let (op, dp) = (out.as_mut_ptr(), deeper.values.as_ptr());
+    let dp = deeper.values.as_ptr();
     let rest = |k: usize, out: &mut [u8]| {
         rest_steps(k, deeper, &mut out[steps..n], |rest, out| {
             level_chunk_steps(isa, frame, plane, start + steps, table, escape, rest, out)
@@ -1161,6 +1161,7 @@ pub(super) unsafe fn level_chunk_avx2(
     // every queued exponent.
     if steps > 0 {
         let fp = frame.as_ptr();
+        let op = out.as_mut_ptr();
         if let Some(cursors) = row_cursors_avx2::<1>(frame, plane, start) {
             let k = level_rows_avx2(fp, cursors, steps, lut, escapes, deeper, op)?;
             return rest(k, out);
@@ -1172,6 +1173,10 @@ pub(super) unsafe fn level_chunk_avx2(
     }
     // The codes go to `out` first; each step then replaces its 32 by their exponents.
     unpack(frame, plane, start, &mut out[..steps]);
+    // Taken after `unpack`'s `&mut` of `out`, which ends the provenance of any pointer taken
+    // before it (Miri's stacked borrows: a pointer from before, used here, was undefined
+    // behaviour).
+    let op = out.as_mut_ptr();
     let mut k = 0;
     for at in (0..steps).step_by(32) {
         // SAFETY: `at + 32 <= steps <= n`: the codes and the output `at..at + 32` are in
