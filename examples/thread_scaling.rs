@@ -10,7 +10,9 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use enec::frame::{decode_frame_with, encode_frame_before, max_frame_bytes, Stores};
+use enec::frame::{
+    decode_frame_with, encode_frame_before, frames_and_rest, max_frame_bytes, Stores,
+};
 use enec::{encode, frames, max_encoded_size, Dtype, EncodeOptions, FrameInfo};
 
 /// One kind of work: `(thread, threads, that thread's output buffer)`.
@@ -65,9 +67,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let encode_frames = |input: &[u8], out: &mut [u8]| {
         let mut at = 0;
-        for (i, frame) in input.chunks(frame_bytes).enumerate() {
-            // As `encode` does: fetch the next frame while this one is written.
-            let next = input.get((i + 1) * frame_bytes..).unwrap_or_default();
+        // As `encode` does: fetch the next frame while this one is written.
+        for (frame, next) in frames_and_rest(input, frame_bytes) {
             at += encode_frame_before(
                 dtype,
                 options.coding,

@@ -79,6 +79,25 @@ pub fn encode_frame_before(
     crate::dispatch::encode_frame(dtype, coding, checksums, input, next, elements, out)
 }
 
+/// The frames of `input`, `frame_bytes` each (the last one may be shorter; `frame_bytes` is not
+/// 0), each with the input after it: what a loop over frames passes to [`encode_frame_before`].
+///
+/// ```
+/// let input = [1u8, 2, 3, 4, 5];
+/// let pairs: Vec<_> = enec::frame::frames_and_rest(&input, 2).collect();
+/// let expected: [(&[u8], &[u8]); 3] = [(&[1, 2], &[3, 4, 5]), (&[3, 4], &[5]), (&[5], &[])];
+/// assert_eq!(pairs, expected);
+/// ```
+pub fn frames_and_rest(input: &[u8], frame_bytes: usize) -> impl Iterator<Item = (&[u8], &[u8])> {
+    input
+        .chunks(frame_bytes)
+        .enumerate()
+        .map(move |(i, frame)| {
+            let (_, rest) = input.split_at(i * frame_bytes + frame.len());
+            (frame, rest)
+        })
+}
+
 /// The encoder's element loops; `#[inline(always)]` down to the kernels so that
 /// [`crate::dispatch`] can compile them once per instruction set.
 #[inline(always)]

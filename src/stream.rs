@@ -5,7 +5,7 @@ use crate::format::{
     max_encoded_len, Dtype, FrameCoding, StreamInfo, DEFAULT_FRAME_LOG2, STREAM_HEADER_BYTES,
 };
 use crate::frame::{
-    check_frame_header, decode_frame_with, encode_frame_before, Coding, Stores,
+    check_frame_header, decode_frame_with, encode_frame_before, frames_and_rest, Coding, Stores,
     STREAMING_STORES_FROM,
 };
 
@@ -90,9 +90,8 @@ pub fn encode(options: &EncodeOptions, input: &[u8], out: &mut [u8]) -> Result<u
         .copy_from_slice(&info.to_bytes());
     let mut at = STREAM_HEADER_BYTES;
     let frame_bytes = info.frame_len() * eb;
-    for (i, frame) in input.chunks(frame_bytes).enumerate() {
+    for (frame, next) in frames_and_rest(input, frame_bytes) {
         let dst = out.get_mut(at..).ok_or(too_small)?;
-        let next = input.get((i + 1) * frame_bytes..).unwrap_or(&[]);
         let (dtype, coding, checksums) = (options.dtype, options.coding, options.checksums);
         at += encode_frame_before(dtype, coding, checksums, frame, next, dst).map_err(
             |e| match e {

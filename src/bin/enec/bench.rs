@@ -7,7 +7,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use enec::frame::{
-    decode_frame_with, encode_frame_before, max_frame_bytes, Stores, STREAMING_STORES_FROM,
+    decode_frame_with, encode_frame_before, frames_and_rest, max_frame_bytes, Stores,
+    STREAMING_STORES_FROM,
 };
 use enec::{decode, encode, frames, max_encoded_size, read_header, EncodeOptions};
 use rayon::prelude::*;
@@ -67,9 +68,8 @@ fn encode_parallel(
         .map(|(range, piece)| {
             let (dtype, coding, checksums) = (options.dtype, options.coding, options.checksums);
             let mut at = 0;
-            for (i, frame) in range.chunks(frame_bytes).enumerate() {
-                // As `encode` does: fetch the thread's next frame while writing this one.
-                let next = range.get((i + 1) * frame_bytes..).unwrap_or_default();
+            // As `encode` does: fetch the thread's next frame while writing this one.
+            for (frame, next) in frames_and_rest(range, frame_bytes) {
                 at += encode_frame_before(dtype, coding, checksums, frame, next, &mut piece[at..])?;
             }
             Ok(at)

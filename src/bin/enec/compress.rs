@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use enec::container::{PieceKind, MAGIC as CONTAINER_MAGIC};
 use enec::format::{StreamInfo, MAGIC as STREAM_MAGIC};
-use enec::frame::{encode_frame_before, max_frame_bytes};
+use enec::frame::{encode_frame_before, frames_and_rest, max_frame_bytes};
 use enec::{Dtype, EncodeOptions};
 
 use crate::container::{ContainerWriter, PieceMeta, Sink};
@@ -147,13 +147,8 @@ fn frame_units<'a>(
     options: &EncodeOptions,
 ) -> impl Iterator<Item = Result<Unit<'a>>> + 'a {
     let frame_bytes = (1usize << options.frame_log2) * dtype.element_bytes();
-    bytes
-        .chunks(frame_bytes)
-        .enumerate()
-        .map(move |(i, frame)| {
-            let next = bytes.get((i + 1) * frame_bytes..).unwrap_or_default();
-            Ok(Unit::Frame(dtype, frame, next))
-        })
+    frames_and_rest(bytes, frame_bytes)
+        .map(move |(frame, next)| Ok(Unit::Frame(dtype, frame, next)))
 }
 
 /// Encodes one frame into `buffer` (fetching `next`, the input after it, meanwhile); returns
