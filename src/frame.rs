@@ -3,16 +3,15 @@
 //! Frames are independent, so a parallel encoder or decoder calls these directly on each frame
 //! (see [`crate::frames`] to find them in a stream).
 
-use crate::checksum::H32;
+use crate::checksum::{self, H32};
 use crate::error::{Error, Result};
 use crate::format::{
     frame_bytes, pad32, ranked_exponent_bytes, ranked_fixed_bytes, Dtype, FrameHeader, FrameLayout,
     FrameParams, GroupsParams, RankedParams, FRAME_HEADER_BYTES, GROUP_LEN, MAX_FRAME_LEN,
 };
 use crate::kernels::{
-    choose_ranked, groups_flags, groups_inverse_run, groups_split, groups_width, Fields,
-    FrameStats, GroupRanges, Lane, LevelCodes, Plane, RankedCost, Ranking, CHUNK, GROUPS_BASES,
-    MAX_LEVELS, MAX_SYMBOLS,
+    choose_ranked, groups_flags, groups_split, groups_width, Fields, FrameStats, GroupRanges, Lane,
+    LevelCodes, Plane, RankedCost, Ranking, CHUNK, GROUPS_BASES, MAX_LEVELS, MAX_SYMBOLS,
 };
 use crate::simd::{Escapes, Isa};
 
@@ -687,10 +686,10 @@ pub(crate) fn decode_frame_impl<I: Isa>(
             read_ranked::<4, u32, I>(isa, frame, &fields, &r, &layout, out, hash, &ahead, stores)
         }
         (FrameParams::Groups(g), 2) => {
-            read_groups::<2, u16, I>(isa, frame, &fields, &g, &layout, out, hash, &ahead)
+            read_groups::<2, u16, I>(isa, frame, &fields, &g, &layout, out, hash, &ahead, stores)
         }
         (FrameParams::Groups(g), _) => {
-            read_groups::<4, u32, I>(isa, frame, &fields, &g, &layout, out, hash, &ahead)
+            read_groups::<4, u32, I>(isa, frame, &fields, &g, &layout, out, hash, &ahead, stores)
         }
     };
     result.map_err(corrupt)?;
@@ -884,12 +883,8 @@ fn read_groups<const B: usize, L: Lane, I: Isa>(
     out: &mut [u8],
     mut hash: Option<&mut H32>,
     ahead: &Ahead,
+    stores: Stores,
 ) -> core::result::Result<(), &'static str> {
-    let (base, width, low) = (
-        u32::from(params.base),
-        u32::from(params.width),
-        u32::from(params.low),
-    );
     let elements = layout.residual.count;
     let groups = layout.planes[0].count;
     let mut flags = FlagSet::new();
@@ -904,39 +899,43 @@ fn read_groups<const B: usize, L: Lane, I: Isa>(
     }
     let high_plane = &layout.planes[2];
     let mut next_high = 0;
-    let mut residual = [L::default(); CHUNK];
-    let mut y = [0u8; CHUNK];
+    let mut highs = [0u8; CHUNK + ESCAPED_SLACK];
     let mut start = 0;
     while start < elements {
         // A chunk stays inside one row of groups, so its groups are consecutive.
         let first_group = start % groups;
         let len = CHUNK.min(elements - start).min(groups - first_group);
         isa.prefetch(ahead.share(start, len));
-        isa.unpack(frame, &layout.residual, start, &mut residual[..len]);
-        isa.unpack(frame, &layout.planes[1], start, &mut y[..len]);
         let masks = flags.masks(first_group, len);
         let flagged: usize = masks.iter().map(|m| m.count_ones() as usize).sum();
-        if flagged > 0 {
-            if next_high + flagged > high_plane.count {
-                return Err("flags ask for more high bits than stored");
-            }
-            let mut highs = [0u8; CHUNK + SLACK];
-            isa.unpack(frame, high_plane, next_high, &mut highs[..flagged]);
-            next_high += flagged;
-            let mut spread = [0u8; CHUNK];
-            isa.expand(&masks, &highs, &mut spread[..len]);
-            // Flags exist only below the full width, so `low < width <= 8`.
-            for (y, &h) in y[..len].iter_mut().zip(&spread[..len]) {
-                *y |= h.wrapping_shl(low);
-            }
+        if next_high + flagged > high_plane.count {
+            return Err("flags ask for more high bits than stored");
         }
-        groups_inverse_run(&mut y[..len], base, width, fields.e);
-        isa.merge_store::<B, L>(
+        isa.unpack(frame, high_plane, next_high, &mut highs[..flagged]);
+        next_high += flagged;
+        let highs = Escapes {
+            values: &highs,
+            count: flagged,
+        };
+        // The chunk may hash its own output where the hash has caught up with it.
+        let caught_up =
+            |h: &&mut H32| h.len() == B * start && h.len().is_multiple_of(checksum::BLOCK);
+        let chunk_hash = hash.as_deref_mut().filter(caught_up);
+        isa.groups_chunk::<B, L>(
             fields,
-            &y[..len],
-            &residual[..len],
+            frame,
+            &layout.planes[1],
+            &layout.residual,
+            start,
+            params,
+            &masks,
+            highs,
             &mut out[B * start..B * (start + len)],
-        );
+            chunk_hash,
+            stores == Stores::Streaming,
+        )
+        .filter(|&taken| taken == flagged)
+        .ok_or("flags ask for more high bits than stored")?;
         start += len;
         if let Some(hash) = hash.as_deref_mut() {
             hash.follow(out, B * start);

@@ -7,14 +7,16 @@
 //! patterns) for the escape expansion and compaction, no `pdep`; whole-register unpacking of the
 //! planes, and 16-bit lanes for the merge of 2-byte elements. On AVX2 alone the decoder's
 //! level-0 step runs in one pass per 32 elements too (`ranked_chunk_avx2`: codes from the plane's
-//! words, `resolve32`, residuals in place, merge, store, checksum), each deeper level in one
+//! words, `resolve32`, residuals in place, merge, store, checksum; the groups decoder's
+//! `groups_chunk_avx2` the same with the high bits and inverse transform), each deeper level in one
 //! pass after its unpack, the encoder's statistics pass counts a window of 16 exponents by byte
 //! shuffles into nibble counters (`exponent_stats_avx2`) and its level codes take one shuffle
 //! over a window of 16 values (`level_codes_avx2`). Where the CPU has AVX-512
 //! (F/BW/VL/VBMI/VBMI2/BITALG with GFNI, as every CPU with VBMI2 so far) the hottest ones run in
 //! 512-bit registers with mask registers: the decoder's level-0 step in one pass
 //! ([`Isa::ranked_chunk`]: codes from the plane, escapes by compare, `vpexpandb` from the queue of
-//! deeper exponents, merge, store, checksum), the encoder's statistics pass
+//! deeper exponents, merge, store, checksum; [`Isa::groups_chunk`] likewise with the flags as the
+//! expand mask), the encoder's statistics pass
 //! ([`Isa::exponent_stats`]: exponents, histogram by bit transposes, mantissa OR, checksum), the
 //! encoder's level codes ([`Isa::level_codes`]: a 256-entry table looked up by `vpermt2b`),
 //! compress/expand (`vpcompressb`/`vpexpandb`), escape masks, lookups and the groups search's
@@ -23,6 +25,7 @@
 #![allow(unsafe_code)]
 
 use crate::checksum::H32;
+use crate::format::GroupsParams;
 use crate::kernels::{
     self, Fields, FrameStats, GroupRanges, Lane, LevelCodes, Plane, GROUPS_BASES, MAX_SYMBOLS,
 };
@@ -246,6 +249,36 @@ pub(crate) trait Isa: Copy {
     ) -> Option<usize> {
         level_chunk_steps(self, frame, plane, start, table, escape, deeper, out)
     }
+
+    /// A chunk of the groups decoder, its `out.len() / B` elements from `start` (at most
+    /// [`kernels::CHUNK`], inside one row of groups, so that element `start + i` is in the
+    /// group of flag bit `i` of `flags`): the low bits from plane `low`, the high bits of the
+    /// flagged ones from `highs` in order (each below `2^(n - m)`, as unpacked from the high
+    /// plane; none flagged where `m = n`), the inverse transform of `params`, the residuals
+    /// merged, stored. A kernel that can hashes its output's first whole h32 blocks into `hash`
+    /// (given only when it stands exactly at `start`'s output byte, on a block boundary); the
+    /// caller follows the rest. `streaming` as for [`Isa::ranked_chunk`]. Returns how many
+    /// high entries it took, or None when the flags ask for more than `highs` holds.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn groups_chunk<const B: usize, L: Lane>(
+        self,
+        fields: &Fields,
+        frame: &[u8],
+        low: &Plane,
+        residual: &Plane,
+        start: usize,
+        params: &GroupsParams,
+        flags: &[u64],
+        highs: Escapes<'_>,
+        out: &mut [u8],
+        _hash: Option<&mut H32>,
+        _streaming: bool,
+    ) -> Option<usize> {
+        groups_chunk_steps::<B, L, Self>(
+            self, fields, frame, low, residual, start, params, flags, highs, out,
+        )
+    }
 }
 
 /// Exponents queued for the escaped elements of the next chunks: `values[..count]`, then readable
@@ -369,6 +402,53 @@ pub(crate) fn level_chunk_steps<I: Isa>(
         isa.expand(&masks, deeper.values, out);
     }
     Some(escaped)
+}
+
+/// [`Isa::groups_chunk`] from the separate kernels (without the hash): unpack the residuals
+/// and the low bits, expand the high bits into the flagged elements, the inverse transform,
+/// merge and store.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn groups_chunk_steps<const B: usize, L: Lane, I: Isa>(
+    isa: I,
+    fields: &Fields,
+    frame: &[u8],
+    low: &Plane,
+    residual: &Plane,
+    start: usize,
+    params: &GroupsParams,
+    flags: &[u64],
+    highs: Escapes<'_>,
+    out: &mut [u8],
+) -> Option<usize> {
+    let n = (out.len() / B).min(kernels::CHUNK);
+    // The flags of the `n` elements alone.
+    let mut masks = [0u64; kernels::CHUNK / 64];
+    for (i, (m, &f)) in masks.iter_mut().zip(flags).enumerate() {
+        let keep = n.saturating_sub(64 * i).min(64);
+        *m = f & u64::MAX.checked_shr(64 - keep as u32).unwrap_or(0);
+    }
+    let flagged = masks.iter().map(|m| m.count_ones() as usize).sum::<usize>();
+    if flagged > highs.count {
+        return None;
+    }
+    let mut residuals = [L::default(); kernels::CHUNK];
+    let mut y = [0u8; kernels::CHUNK];
+    let (residuals, y) = (&mut residuals[..n], &mut y[..n]);
+    isa.unpack(frame, residual, start, residuals);
+    isa.unpack(frame, low, start, y);
+    if flagged > 0 {
+        let mut spread = [0u8; kernels::CHUNK];
+        isa.expand(&masks, highs.values, &mut spread[..n]);
+        // Flags exist only below the full width, so `low < width <= 8`.
+        for (y, &h) in y.iter_mut().zip(&spread[..n]) {
+            *y |= h.wrapping_shl(params.low.into());
+        }
+    }
+    let (base, width) = (u32::from(params.base), u32::from(params.width));
+    kernels::groups_inverse_run(y, base, width, fields.e);
+    isa.merge_store::<B, L>(fields, y, residuals, &mut out[..B * n]);
+    Some(flagged)
 }
 
 /// The portable kernels, for every target.

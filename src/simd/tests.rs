@@ -2,7 +2,7 @@
 //! geometries that exercise the vector steps, their padded tails and the scalar fallbacks.
 use super::*;
 use crate::checksum;
-use crate::format::Dtype;
+use crate::format::{Dtype, GroupsParams};
 use crate::kernels::{PlaneWriter, CHUNK};
 use std::format;
 
@@ -579,6 +579,122 @@ fn ranked_chunk_agrees() {
         let expected = run(&portable);
         assert_eq!(expected.0.is_some(), queued >= escaped);
         let what = format!("{dtype:?} count {count} start {start} width {width}");
+        for isa in [detected, detected.without_avx512()] {
+            let got = run(&with(isa));
+            assert_eq!(got.0, expected.0, "taken: {what}");
+            if expected.0.is_some() {
+                assert_eq!(got, expected, "{what}");
+            }
+        }
+    }
+}
+
+#[test]
+fn groups_chunk_agrees() {
+    let Some(detected) = avx2() else { return };
+    let mut rng = Rng(11);
+    for case in 0..cases(600) {
+        let dtype = Dtype::ALL[case % 3];
+        let b = dtype.element_bytes();
+        let fields = Fields::new(dtype, rng.below(dtype.mantissa_bits() as usize + 1) as u32);
+        // Mostly frame lengths whose planes keep a chunk in one run of words (the fused
+        // step), sometimes any length (the separate steps).
+        let count = if rng.below(4) == 0 {
+            1 + rng.below(5000)
+        } else {
+            1024 << rng.below(5)
+        };
+        let e = fields.e;
+        let width = 1 + rng.below(e as usize) as u32;
+        let low_width = rng.below(width as usize + 1) as u32;
+        let params = GroupsParams {
+            base: rng.below(1 << e) as u8,
+            width: width as u8,
+            low: low_width as u8,
+            flagged: 0, // not read by the chunk step
+        };
+        let residual = Plane::at(64, fields.residual_bits(), count);
+        let low = Plane::at(residual.end(), low_width, count);
+        let mut frame = std::vec![0u8; low.end() + 64];
+        let (mut rw, mut lw) = (PlaneWriter::new(residual), PlaneWriter::new(low));
+        for _ in 0..count {
+            let r = rng.next() as u32 & ((1 << fields.residual_bits()) - 1);
+            rw.push(&mut frame, r);
+            lw.push(&mut frame, rng.next() as u32 & ((1 << low_width) - 1));
+        }
+        let start = if rng.below(4) == 0 {
+            rng.below(count)
+        } else {
+            rng.below(count.div_ceil(CHUNK)) * CHUNK
+        };
+        let len = CHUNK.min(count - start);
+        // Flags (none where the low bits are the whole width, as FORMAT.md 4.2 requires),
+        // dense or sparse, only for the chunk's elements.
+        let mut flags = [0u64; CHUNK / 64];
+        if low_width < width {
+            let density = [1, 4, 16, 64][rng.below(4)];
+            for (i, f) in flags.iter_mut().enumerate().take(len.div_ceil(64)) {
+                for bit in 0..(len - 64 * i).min(64) {
+                    if rng.below(64) < density {
+                        *f |= 1 << bit;
+                    }
+                }
+            }
+        }
+        let flagged: usize = flags.iter().map(|f| f.count_ones() as usize).sum();
+        // As many high entries as flagged or more, one short in one case in six (every path
+        // must refuse); each below 2^(n - m), as unpacked from its plane.
+        let queued = if flagged > 0 && rng.below(6) == 0 {
+            flagged - 1
+        } else {
+            flagged + rng.below(40)
+        };
+        let high_mask = ((1u32 << (width - low_width)) - 1) as u8;
+        let values: std::vec::Vec<u8> = (0..queued + 64)
+            .map(|_| rng.next() as u8 & high_mask)
+            .collect();
+        let highs = Escapes {
+            values: &values,
+            count: queued,
+        };
+        let hashing = rng.below(4) != 0;
+        let streaming = case % 3 == 0;
+        let misalign = if rng.below(2) == 0 { 0 } else { 16 };
+        // The chunk's output, and its hash (from an empty one, the rest followed as the
+        // frame loop does).
+        type Chunk<'a> = &'a dyn Fn(&mut [u8], Option<&mut H32>) -> Option<usize>;
+        let run = |isa: Chunk| {
+            let mut buffer = std::vec![5u8; b * len + 128];
+            let at = buffer.as_ptr().align_offset(64) + misalign;
+            let out = &mut buffer[at..at + b * len];
+            let mut hash = H32::new();
+            let taken = isa(out, hashing.then_some(&mut hash));
+            hash.follow(out, out.len());
+            (taken, out.to_vec(), hash.finish())
+        };
+        let (fields, frame, low, residual, params) = (&fields, &frame, &low, &residual, &params);
+        let flags = &flags[..];
+        let with = |isa: Avx2| {
+            move |out: &mut [u8], hash: Option<&mut H32>| match b {
+                2 => isa.groups_chunk::<2, u16>(
+                    fields, frame, low, residual, start, params, flags, highs, out, hash, streaming,
+                ),
+                _ => isa.groups_chunk::<4, u32>(
+                    fields, frame, low, residual, start, params, flags, highs, out, hash, streaming,
+                ),
+            }
+        };
+        let portable = |out: &mut [u8], hash: Option<&mut H32>| match b {
+            2 => Portable.groups_chunk::<2, u16>(
+                fields, frame, low, residual, start, params, flags, highs, out, hash, false,
+            ),
+            _ => Portable.groups_chunk::<4, u32>(
+                fields, frame, low, residual, start, params, flags, highs, out, hash, false,
+            ),
+        };
+        let expected = run(&portable);
+        assert_eq!(expected.0, (queued >= flagged).then_some(flagged));
+        let what = format!("{dtype:?} count {count} start {start} n {width} m {low_width}");
         for isa in [detected, detected.without_avx512()] {
             let got = run(&with(isa));
             assert_eq!(got.0, expected.0, "taken: {what}");

@@ -829,10 +829,8 @@ pub(super) unsafe fn words16(words: &PlaneWords) -> [Words16; 5] {
 }
 
 /// The exponents of 32 codes `c` (below 16): the escaped ones (code = `escapes`' bytes) take
-/// the next queued exponents from `queue` in order, the others their entry of `lut` (the
-/// table in both halves). Also returns the escape mask. Each escaped lane's queue index is
-/// the count of escaped lanes before it, by a prefix sum of the compare within each 16-lane
-/// half (the upper half reads on from where the lower half's escapes end).
+/// the next queued exponents from `queue` in order ([`place32`]), the others their entry of
+/// `lut` (the table in both halves). Also returns the escape mask.
 ///
 /// SAFETY: 32 bytes readable at `queue`.
 #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
@@ -845,22 +843,53 @@ pub(super) unsafe fn resolve32(
 ) -> (__m256i, u32) {
     let escaped = _mm256_cmpeq_epi8(c, escapes);
     let bits = _mm256_movemask_epi8(escaped) as u32;
-    // Minus the escaped lanes up to and including each lane, per 128-bit half.
-    let mut sum = escaped;
+    let placed = place32(escaped, bits, queue);
+    let x = _mm256_blendv_epi8(_mm256_shuffle_epi8(lut, c), placed, escaped);
+    (x, bits)
+}
+
+/// The next queued values from `queue`, in order, in the set lanes of `selected` (bytes of
+/// all ones; `bits` its mask); the other lanes are unspecified. Each selected lane's queue
+/// index is the count of selected lanes before it, by a prefix sum within each 16-lane half
+/// (the upper half reads on from where the lower half's selected values end).
+///
+/// SAFETY: 32 bytes readable at `queue`.
+#[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+#[inline]
+pub(super) unsafe fn place32(selected: __m256i, bits: u32, queue: *const u8) -> __m256i {
+    // Minus the selected lanes up to and including each lane, per 128-bit half.
+    let mut sum = selected;
     sum = _mm256_add_epi8(sum, _mm256_slli_si256::<1>(sum));
     sum = _mm256_add_epi8(sum, _mm256_slli_si256::<2>(sum));
     sum = _mm256_add_epi8(sum, _mm256_slli_si256::<4>(sum));
     sum = _mm256_add_epi8(sum, _mm256_slli_si256::<8>(sum));
-    // `!sum` = that count - 1: an escaped lane's index among its half's values.
+    // `!sum` = that count - 1: a selected lane's index among its half's values.
     let index = _mm256_xor_si256(sum, _mm256_set1_epi8(-1));
     let low = (bits as u16).count_ones() as usize;
     let values = _mm256_set_m128i(
         _mm_loadu_si128(queue.add(low).cast()),
         _mm_loadu_si128(queue.cast()),
     );
-    let placed = _mm256_shuffle_epi8(values, index);
-    let x = _mm256_blendv_epi8(_mm256_shuffle_epi8(lut, c), placed, escaped);
-    (x, bits)
+    _mm256_shuffle_epi8(values, index)
+}
+
+/// Bytes of all ones in the lanes of the set bits of `bits`, zeros elsewhere.
+#[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+#[inline]
+pub(super) unsafe fn lanes_of(bits: u32) -> __m256i {
+    // Byte `q` takes byte `q / 8` of the mask (each 128-bit half holds all four), then
+    // tests its own bit.
+    let spread = _mm256_shuffle_epi8(
+        _mm256_set1_epi32(bits as i32),
+        _mm256_setr_epi64x(
+            0,
+            0x0101_0101_0101_0101,
+            0x0202_0202_0202_0202,
+            0x0303_0303_0303_0303,
+        ),
+    );
+    let select = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
+    _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select)
 }
 
 /// The first `N` of a plane's sub-planes (the caller knows it has `N`), as an array.
@@ -869,22 +898,81 @@ pub(super) fn first<const N: usize, T: Copy>(words: &[T; 5]) -> [T; N] {
     core::array::from_fn(|i| words[i])
 }
 
-/// What [`ranked_chunk_avx2`]'s steps share: the merge, the lookup table, the escape code,
-/// the frame, output and queue, and how to store and whether to hash.
-pub(super) struct RankedStep {
-    merge: Merge,
-    lut: __m256i,
-    escapes: __m256i,
-    fp: *const u8,
-    op: *mut u8,
-    dp: *const u8,
-    count: usize,
-    hashing: bool,
+/// Where a one-pass step's exponents come from: 32 codes (in order, from the plane's words)
+/// turned into exponents, taking queued values from `k` on. The ranked coding's table and
+/// escape queue ([`RankedCodes`]), or the groups coding's high bits and inverse transform
+/// ([`GroupsCodes`]).
+pub(super) trait Resolve32 {
+    /// The exponents of elements `at..at + 32` of the chunk from their codes `c`, and the
+    /// next `k` (None past the queue's count).
+    ///
+    /// SAFETY: 32 queue bytes readable from `k` when `k` is at most the queue's count.
+    unsafe fn resolve32(&self, c: __m256i, at: usize, k: usize) -> Option<(__m256i, usize)>;
 }
 
-// The methods are inlined into `ranked_chunk_avx2` (its target features apply; too large
-// for `#[inline]` alone, and `#[inline(always)]` cannot carry `#[target_feature]`).
-impl RankedStep {
+/// The ranked coding's level-0 lookup: the table in both halves, the escape code, and the
+/// queue of deeper exponents with its count.
+pub(super) struct RankedCodes {
+    lut: __m256i,
+    escapes: __m256i,
+    queue: *const u8,
+    count: usize,
+}
+
+impl Resolve32 for RankedCodes {
+    #[inline(always)]
+    unsafe fn resolve32(&self, c: __m256i, _at: usize, k: usize) -> Option<(__m256i, usize)> {
+        let (x, bits) = resolve32(c, self.lut, self.escapes, self.queue.add(k));
+        let k = k + bits.count_ones() as usize;
+        (k <= self.count).then_some((x, k))
+    }
+}
+
+/// The groups coding's exponents: `y` = the low bits (the codes) with the next high bits
+/// from the queue ORed in above them in the flagged lanes, then `x = (b - sext(y)) mod 2^E`
+/// (FORMAT.md 4.2) in bytes.
+pub(super) struct GroupsCodes<'a> {
+    /// The chunk's flags, bit `i` for element `i`.
+    flags: &'a [u64],
+    /// The low width `m` (where the high bits go).
+    low: __m128i,
+    /// `2^(n - 1)`: `sext(y) = (y ^ half) - half` in bytes.
+    half: __m256i,
+    /// `b + half`.
+    base_half: __m256i,
+    exponent_mask: __m256i,
+    queue: *const u8,
+    count: usize,
+}
+
+impl Resolve32 for GroupsCodes<'_> {
+    #[inline(always)]
+    unsafe fn resolve32(&self, y: __m256i, at: usize, k: usize) -> Option<(__m256i, usize)> {
+        // `at` is a multiple of 32.
+        let bits = (self.flags[at / 64] >> (at % 64)) as u32;
+        let flagged = lanes_of(bits);
+        let high = _mm256_and_si256(place32(flagged, bits, self.queue.add(k)), flagged);
+        // Values stay below 2^n <= 2^8: a 16-bit shift moves no bit across bytes.
+        let y = _mm256_or_si256(y, _mm256_sll_epi16(high, self.low));
+        // `b - sext(y) = (b + half) - (y ^ half)`.
+        let x = _mm256_sub_epi8(self.base_half, _mm256_xor_si256(y, self.half));
+        let x = _mm256_and_si256(x, self.exponent_mask);
+        let k = k + bits.count_ones() as usize;
+        (k <= self.count).then_some((x, k))
+    }
+}
+
+/// What the one-pass steps share: the merge, the frame and output, whether to hash, and
+/// where the exponents come from.
+pub(super) struct OnePass<S> {
+    merge: Merge,
+    fp: *const u8,
+    op: *mut u8,
+    hashing: bool,
+    source: S,
+}
+
+impl<S: Resolve32> OnePass<S> {
     /// The chunk's first `blocks` elements (a multiple of 64), 32 per step; `C` and `R`
     /// give the code plane's and the residual plane's sub-planes. Returns how many queued
     /// exponents they took, or None when they escape more than the queue holds.
@@ -963,12 +1051,7 @@ impl RankedStep {
         let (c0, _) = fields16::<2>(self.fp, codes, at);
         let (c1, _) = fields16::<2>(self.fp, codes, at + 16);
         let c = _mm256_permute4x64_epi64::<0xD8>(_mm256_packus_epi16(c0, c1));
-        let (x, bits) = resolve32(c, self.lut, self.escapes, self.dp.add(k));
-        let k = k + bits.count_ones() as usize;
-        if k > self.count {
-            return None;
-        }
-        Some((x, k))
+        self.source.resolve32(c, at, k)
     }
 
     /// The 64 output bytes of 32 bf16 elements from their exponents `x` (in order) and the
@@ -1079,24 +1162,53 @@ pub(super) unsafe fn ranked_chunk_avx2<const B: usize, L: Lane>(
     // 32 readable queue bytes past every exponent a step can start at (`k <= deeper.count`
     // before each step).
     let words = one_pass_words(frame, plane, residual, start, blocks, &deeper, &hash, 32);
-    let Some((code_words, residual_words)) = words else {
+    let Some(words) = words else {
         return steps(start, deeper, out, hash);
     };
-    let (codes, residuals) = (words16(&code_words), words16(&residual_words));
-    let step = RankedStep {
-        merge: Merge::new(fields),
+    let source = RankedCodes {
         lut: _mm256_broadcastsi128_si256(_mm_loadu_si128(table.as_ptr().cast())),
         escapes: _mm256_set1_epi8(escape as i8),
+        queue: deeper.values.as_ptr(),
+        count: deeper.count,
+    };
+    let (lens, h) = ((plane.len, residual.len), hash.as_deref_mut());
+    let k = one_pass_avx2::<B, _>(fields, frame, words, lens, blocks, out, h, source)?;
+    let rest = |rest, out: &mut [u8]| steps(start + blocks, rest, out, hash);
+    rest_steps(k, deeper, &mut out[B * blocks..B * n], rest)
+}
+
+/// The one-pass steps of a chunk's first `blocks` elements (a multiple of 64) from the words
+/// of its code and residual planes (`lens`: their sub-plane counts), the exponents from
+/// `source`: merged, stored to `out` and hashed into `hash` in registers. Returns how many
+/// queued values they took, or None past the queue's count.
+///
+/// SAFETY: as [`one_pass_words`] checked: the planes' words for the blocks in the frame, the
+/// output in bounds, 32 readable queue bytes past each `k` up to the queue's count; the hash
+/// (if any) at a block boundary.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn one_pass_avx2<const B: usize, S: Resolve32>(
+    fields: &Fields,
+    frame: &[u8],
+    (code_words, residual_words): (PlaneWords, PlaneWords),
+    (code_len, residual_len): (usize, usize),
+    blocks: usize,
+    out: &mut [u8],
+    hash: Option<&mut H32>,
+    source: S,
+) -> Option<usize> {
+    let (codes, residuals) = (words16(&code_words), words16(&residual_words));
+    let step = OnePass {
+        merge: Merge::new(fields),
         fp: frame.as_ptr(),
         op: out.as_mut_ptr(),
-        dp: deeper.values.as_ptr(),
-        count: deeper.count,
         hashing: hash.is_some(),
+        source,
     };
     let mut acc = h32_lanes(hash.as_deref());
     // The common sub-plane counts as arrays of fixed length, through which the steps run
-    // unrolled with the words' shifts in registers (codes: 1 or 2; residuals: 1 to 3).
-    let (c, r) = (&codes[..plane.len], &residuals[..residual.len]);
+    // unrolled with the words' shifts in registers (codes: 0 to 2; residuals: 1 to 3).
+    let (c, r) = (&codes[..code_len], &residuals[..residual_len]);
     let (c1, c2) = (first::<1, _>(&codes), first::<2, _>(&codes));
     let (r1, r2, r3) = (
         first::<1, _>(&residuals),
@@ -1117,9 +1229,55 @@ pub(super) unsafe fn ranked_chunk_avx2<const B: usize, L: Lane>(
         (_, 2, 3) => step.blocks::<B, false, _, _>(c2, r3, blocks, a),
         _ => step.blocks::<B, false, _, _>(c, r, blocks, a),
     }?;
-    h32_store(hash.as_deref_mut(), acc, B * blocks);
-    let rest = |rest, out: &mut [u8]| steps(start + blocks, rest, out, hash);
-    rest_steps(k, deeper, &mut out[B * blocks..B * n], rest)
+    h32_store(hash, acc, B * blocks);
+    Some(k)
+}
+
+/// [`Isa::groups_chunk`] on AVX2 in one pass per 32 elements, as [`ranked_chunk_avx2`] with
+/// the groups coding's exponents ([`GroupsCodes`]): the low bits from the plane's words, the
+/// flagged lanes' high bits placed from the queue by [`place32`], the inverse transform in
+/// bytes. Chunks whose planes do not lie in one run of words, and the last elements short of
+/// 64, take the separate steps.
+#[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn groups_chunk_avx2<const B: usize, L: Lane>(
+    isa: Avx2,
+    fields: &Fields,
+    frame: &[u8],
+    low: &Plane,
+    residual: &Plane,
+    start: usize,
+    params: &GroupsParams,
+    flags: &[u64],
+    highs: Escapes<'_>,
+    out: &mut [u8],
+    hash: Option<&mut H32>,
+) -> Option<usize> {
+    let n = (out.len() / B).min(kernels::CHUNK).min(64 * flags.len());
+    let blocks = n / 64 * 64;
+    let steps = |start: usize, highs: Escapes<'_>, flags: &[u64], out: &mut [u8]| {
+        groups_chunk_steps::<B, L, Avx2>(
+            isa, fields, frame, low, residual, start, params, flags, highs, out,
+        )
+    };
+    let words = one_pass_words(frame, low, residual, start, blocks, &highs, &hash, 32);
+    let Some(words) = words else {
+        return steps(start, highs, flags, out);
+    };
+    let half = 1u8.wrapping_shl(u32::from(params.width) - 1);
+    let source = GroupsCodes {
+        flags: &flags[..blocks / 64],
+        low: _mm_cvtsi32_si128(params.low.into()),
+        half: _mm256_set1_epi8(half as i8),
+        base_half: _mm256_set1_epi8(params.base.wrapping_add(half) as i8),
+        exponent_mask: _mm256_set1_epi8(((1u32 << fields.e) - 1) as u8 as i8),
+        queue: highs.values.as_ptr(),
+        count: highs.count,
+    };
+    let lens = (low.len, residual.len);
+    let k = one_pass_avx2::<B, _>(fields, frame, words, lens, blocks, out, hash, source)?;
+    let rest = |rest, out: &mut [u8]| steps(start + blocks, rest, &flags[blocks / 64..], out);
+    rest_steps(k, highs, &mut out[B * blocks..B * n], rest)
 }
 
 /// [`Isa::level_chunk`] on AVX2: planes of one or two sub-planes by [`level_rows_avx2`];

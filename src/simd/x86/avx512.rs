@@ -684,18 +684,53 @@ pub(super) unsafe fn ranked_chunk512<const B: usize, L: Lane>(
     // 64 readable queue bytes past every exponent a block can start at (`k <= deeper.count`
     // before each block).
     let words = one_pass_words(frame, plane, residual, start, blocks, &deeper, &hash, 64);
-    let Some((code_words, residual_words)) = words else {
+    let Some(words) = words else {
         return steps(start, deeper, out, hash);
     };
+    let source = RankedCodes64 {
+        lut: _mm512_broadcast_i32x4(_mm_loadu_si128(table.as_ptr().cast())),
+        escapes: _mm512_set1_epi8(escape as i8),
+        queue: deeper.values.as_ptr(),
+        count: deeper.count,
+    };
+    let (lens, h) = ((plane.len, residual.len), hash.as_deref_mut());
+    let k = one_pass512::<B, _>(
+        fields, frame, words, lens, blocks, out, h, streaming, source,
+    )?;
+    let rest = |rest, out: &mut [u8]| steps(start + blocks, rest, out, hash);
+    rest_steps(k, deeper, &mut out[B * blocks..B * n], rest)
+}
+/// The one-pass steps of a chunk's first `blocks` elements (a multiple of 64), 64 at a time:
+/// the codes from the words of the code plane, their exponents from `source`, the residuals
+/// read in place, merged, stored (non-temporal where `streaming` and the output is 64-byte
+/// aligned) and hashed into `hash` in registers. Returns how many queued values they took,
+/// or None past the queue's count.
+///
+/// SAFETY: as [`one_pass_words`] checked for `words` (`lens`: the planes' sub-plane counts):
+/// the planes' words for the blocks in the frame, the output in bounds, 64 readable queue
+/// bytes past each `k` up to the queue's count; the hash (if any) at a block boundary.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn one_pass512<const B: usize, S: Resolve64>(
+    fields: &Fields,
+    frame: &[u8],
+    (code_words, residual_words): (PlaneWords, PlaneWords),
+    (code_len, residual_len): (usize, usize),
+    blocks: usize,
+    out: &mut [u8],
+    hash: Option<&mut H32>,
+    streaming: bool,
+    source: S,
+) -> Option<usize> {
     let (code_subs, residual_subs) = (shifts_of(&code_words), shifts_of(&residual_words));
-    let code_subs = &code_subs[..plane.len];
+    let code_subs = &code_subs[..code_len];
     // Copies of the first residual sub-planes in arrays of fixed length: through them the
     // loop below runs unrolled for the common counts, the shifts and masks in registers
     // (fp16's three sub-planes: +12% decode in cache against the loop over the slice).
     let one: [SubShifts; 1] = core::array::from_fn(|i| residual_subs[i]);
     let two: [SubShifts; 2] = core::array::from_fn(|i| residual_subs[i]);
     let three: [SubShifts; 3] = core::array::from_fn(|i| residual_subs[i]);
-    let residual_subs = &residual_subs[..residual.len];
+    let residual_subs = &residual_subs[..residual_len];
     let live = fields.m - fields.k;
     let (live_c, sign_c) = (
         _mm_cvtsi32_si128(live as i32),
@@ -706,9 +741,7 @@ pub(super) unsafe fn ranked_chunk512<const B: usize, L: Lane>(
         _mm_cvtsi32_si128(fields.k as i32),
     );
     let live_mask = (1u32 << live) - 1;
-    let lut = _mm512_broadcast_i32x4(_mm_loadu_si128(table.as_ptr().cast()));
-    let escapes = _mm512_set1_epi8(escape as i8);
-    let (fp, op, dp) = (frame.as_ptr(), out.as_mut_ptr(), deeper.values.as_ptr());
+    let (fp, op) = (frame.as_ptr(), out.as_mut_ptr());
     // The h32 lanes: 0..16 hash the first 64 bytes of each 128-byte block, 16..32 the rest.
     let mut acc = [_mm512_setzero_si512(); 2];
     if let Some(h) = hash.as_deref() {
@@ -721,12 +754,13 @@ pub(super) unsafe fn ranked_chunk512<const B: usize, L: Lane>(
     let mut k = 0;
     for block in (0..blocks).step_by(64) {
         // SAFETY: `block + 64 <= blocks`; the words of both planes for `start + (0..blocks)`
-        // were checked by `residual_words`; `k <= deeper.count` (checked after every block),
-        // so `k + 64 <= deeper.values.len()`.
-        let (exponents, bits) =
-            level_exponents64(fp, code_subs, block, u64::MAX, lut, escapes, dp.add(k));
-        k += bits.count_ones() as usize;
-        if k > deeper.count {
+        // were checked by `residual_words`; `k` is at most the queue's count (checked after
+        // every block), so 64 queue bytes are readable from it.
+        let low = fields32(fp, code_subs, block, u32::MAX);
+        let high = fields32(fp, code_subs, block + 32, u32::MAX);
+        let (exponents, taken) = source.resolve64(low, high, block, k);
+        k += taken;
+        if k > source.count() {
             return None;
         }
         // Two steps of 32: the first hashes into lanes 0..16, the second into 16..32 (B = 2).
@@ -776,14 +810,13 @@ pub(super) unsafe fn ranked_chunk512<const B: usize, L: Lane>(
             }
         }
     }
-    if let Some(h) = hash.as_deref_mut() {
+    if let Some(h) = hash {
         for (j, a) in [0, 16].into_iter().zip(acc) {
             _mm512_storeu_si512(h.acc[j..j + 16].as_mut_ptr().cast(), a);
         }
         h.len += B * blocks;
     }
-    let rest = |rest, out: &mut [u8]| steps(start + blocks, rest, out, hash);
-    rest_steps(k, deeper, &mut out[B * blocks..B * n], rest)
+    Some(k)
 }
 
 /// [`Isa::level_chunk`] 64 codes per step, as the level-0 step of [`ranked_chunk512`]
@@ -920,13 +953,164 @@ pub(super) unsafe fn exponents64(
     escapes: __m512i,
     queue: *const u8,
 ) -> (__m512i, u64) {
-    let low_bytes = _mm512_loadu_si512(LOW_BYTES.as_ptr().cast());
-    let c = _mm512_permutex2var_epi8(low, low_bytes, high);
+    let c = bytes64(low, high);
     let bits = _mm512_cmpeq_epi8_mask(c, escapes) & lanes;
     let values = _mm512_loadu_si512(queue.cast());
     let exponents = _mm512_mask_expand_epi8(_mm512_shuffle_epi8(lut, c), bits, values);
     (exponents, bits)
 }
+/// The low bytes of the 16-bit lanes of `low`, then of `high`: 64 codes in order.
+#[target_feature(
+    enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
+)]
+#[inline]
+pub(super) unsafe fn bytes64(low: __m512i, high: __m512i) -> __m512i {
+    let low_bytes = _mm512_loadu_si512(LOW_BYTES.as_ptr().cast());
+    _mm512_permutex2var_epi8(low, low_bytes, high)
+}
+
+/// Where [`one_pass512`]'s exponents come from: 64 codes (in 16-bit lanes, the first 32 in
+/// `low`) turned into exponents, taking queued values from `k` on. The ranked coding's
+/// table and escape queue ([`RankedCodes64`]), or the groups coding's high bits and inverse
+/// transform ([`GroupsCodes64`]).
+pub(super) trait Resolve64 {
+    /// The queue's count.
+    fn count(&self) -> usize;
+
+    /// The exponents of elements `at..at + 64` of the chunk from their codes, and how many
+    /// queued values they took.
+    ///
+    /// SAFETY: 64 queue bytes readable from `k`.
+    unsafe fn resolve64(
+        &self,
+        low: __m512i,
+        high: __m512i,
+        at: usize,
+        k: usize,
+    ) -> (__m512i, usize);
+}
+
+/// The ranked coding's level-0 lookup ([`exponents64`]): the table in every 128-bit lane,
+/// the escape code, and the queue of deeper exponents with its count.
+pub(super) struct RankedCodes64 {
+    lut: __m512i,
+    escapes: __m512i,
+    queue: *const u8,
+    count: usize,
+}
+
+impl Resolve64 for RankedCodes64 {
+    #[inline(always)]
+    fn count(&self) -> usize {
+        self.count
+    }
+
+    #[inline(always)]
+    unsafe fn resolve64(
+        &self,
+        low: __m512i,
+        high: __m512i,
+        _at: usize,
+        k: usize,
+    ) -> (__m512i, usize) {
+        let queue = self.queue.add(k);
+        let (x, bits) = exponents64(low, high, u64::MAX, self.lut, self.escapes, queue);
+        (x, bits.count_ones() as usize)
+    }
+}
+
+/// The groups coding's exponents, as [`GroupsCodes`] on AVX2: `vpexpandb` places the next
+/// high bits in the flagged lanes (the flags are the mask itself).
+pub(super) struct GroupsCodes64<'a> {
+    /// The chunk's flags, bit `i` for element `i`.
+    flags: &'a [u64],
+    /// The low width `m` (where the high bits go).
+    low: __m128i,
+    /// `2^(n - 1)` and `b + 2^(n - 1)`: `b - sext(y) = (b + half) - (y ^ half)` in bytes.
+    half: __m512i,
+    base_half: __m512i,
+    exponent_mask: __m512i,
+    queue: *const u8,
+    count: usize,
+}
+
+impl Resolve64 for GroupsCodes64<'_> {
+    #[inline(always)]
+    fn count(&self) -> usize {
+        self.count
+    }
+
+    #[inline(always)]
+    unsafe fn resolve64(
+        &self,
+        low: __m512i,
+        high: __m512i,
+        at: usize,
+        k: usize,
+    ) -> (__m512i, usize) {
+        // `at` is a multiple of 64.
+        let bits = self.flags[at / 64];
+        let highs = _mm512_maskz_expand_epi8(bits, _mm512_loadu_si512(self.queue.add(k).cast()));
+        // Values stay below 2^n <= 2^8: a 16-bit shift moves no bit across bytes.
+        let y = _mm512_or_si512(bytes64(low, high), _mm512_sll_epi16(highs, self.low));
+        let x = _mm512_sub_epi8(self.base_half, _mm512_xor_si512(y, self.half));
+        (
+            _mm512_and_si512(x, self.exponent_mask),
+            bits.count_ones() as usize,
+        )
+    }
+}
+
+/// [`Isa::groups_chunk`] in one pass per 64 elements, as [`ranked_chunk512`] with the groups
+/// coding's exponents ([`GroupsCodes64`]). Chunks whose planes do not lie in one run of
+/// words, and the last elements short of 64, take the separate steps.
+#[target_feature(
+    enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
+)]
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn groups_chunk512<const B: usize, L: Lane>(
+    isa: Avx2,
+    fields: &Fields,
+    frame: &[u8],
+    low: &Plane,
+    residual: &Plane,
+    start: usize,
+    params: &GroupsParams,
+    flags: &[u64],
+    highs: Escapes<'_>,
+    out: &mut [u8],
+    hash: Option<&mut H32>,
+    streaming: bool,
+) -> Option<usize> {
+    let n = (out.len() / B).min(kernels::CHUNK).min(64 * flags.len());
+    let blocks = n / 64 * 64;
+    let steps = |start: usize, highs: Escapes<'_>, flags: &[u64], out: &mut [u8]| {
+        groups_chunk_steps::<B, L, Avx2>(
+            isa, fields, frame, low, residual, start, params, flags, highs, out,
+        )
+    };
+    let words = one_pass_words(frame, low, residual, start, blocks, &highs, &hash, 64);
+    let Some(words) = words else {
+        return steps(start, highs, flags, out);
+    };
+    let half = 1u8.wrapping_shl(u32::from(params.width) - 1);
+    let source = GroupsCodes64 {
+        flags: &flags[..blocks / 64],
+        low: _mm_cvtsi32_si128(params.low.into()),
+        half: _mm512_set1_epi8(half as i8),
+        base_half: _mm512_set1_epi8(params.base.wrapping_add(half) as i8),
+        exponent_mask: _mm512_set1_epi8(((1u32 << fields.e) - 1) as u8 as i8),
+        queue: highs.values.as_ptr(),
+        count: highs.count,
+    };
+    let lens = (low.len, residual.len);
+    let k = one_pass512::<B, _>(
+        fields, frame, words, lens, blocks, out, hash, streaming, source,
+    )?;
+    let rest = |rest, out: &mut [u8]| steps(start + blocks, rest, &flags[blocks / 64..], out);
+    rest_steps(k, highs, &mut out[B * blocks..B * n], rest)
+}
+
 /// The fields of the next 32 values of every sub-plane in `cursors`, in 16-bit lanes (only
 /// the `lanes` are read, the others are zero), without a branch: a step that reaches the
 /// end of a row takes its last lanes from the next row's first words, one field higher.

@@ -345,6 +345,40 @@ impl Isa for Avx2 {
     }
 
     #[inline(always)]
+    fn groups_chunk<const B: usize, L: Lane>(
+        self,
+        fields: &Fields,
+        frame: &[u8],
+        low: &Plane,
+        residual: &Plane,
+        start: usize,
+        params: &GroupsParams,
+        flags: &[u64],
+        highs: Escapes<'_>,
+        out: &mut [u8],
+        hash: Option<&mut H32>,
+        streaming: bool,
+    ) -> Option<usize> {
+        match (B, L::BITS) {
+            // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
+            (2, 16) | (4, 32) if self.avx512 => unsafe {
+                groups_chunk512::<B, L>(
+                    self, fields, frame, low, residual, start, params, flags, highs, out, hash,
+                    streaming,
+                )
+            },
+            (2, 16) | (4, 32) => unsafe {
+                groups_chunk_avx2::<B, L>(
+                    self, fields, frame, low, residual, start, params, flags, highs, out, hash,
+                )
+            },
+            _ => groups_chunk_steps::<B, L, Self>(
+                self, fields, frame, low, residual, start, params, flags, highs, out,
+            ),
+        }
+    }
+
+    #[inline(always)]
     fn merge_store<const B: usize, L: Lane>(
         self,
         fields: &Fields,
