@@ -521,7 +521,9 @@ impl FlagSet {
     fn count(&self) -> u32 {
         self.0.iter().map(|w| w.count_ones()).sum()
     }
-    /// Flags `first..first + len` (`len <= CHUNK`) as masks of 64.
+    /// Flags `first..first + len` (`len <= CHUNK`) as masks of 64. (Inlined: out of line, the
+    /// 16-byte copy of its result waited on its 8-byte stores; groups decoding 1.02-1.03x.)
+    #[inline(always)]
     fn masks(&self, first: usize, len: usize) -> [u64; CHUNK / 64] {
         let mut masks = [0u64; CHUNK / 64];
         let (word, shift) = (first / 64, first % 64);
