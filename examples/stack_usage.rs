@@ -1,4 +1,4 @@
-//! Peak stack use of the one-shot encoder and decoder, measured by stack painting: a function
+//! Peak stack use of the one-shot encoder and decoder, per coding, measured by stack painting: a function
 //! fills a large stack array with a pattern and returns; the codec runs at the same depth; the
 //! bytes of that region it overwrote are its peak use. The numbers quoted in the README come
 //! from this (x86_64; run with `ENEC_PORTABLE=1` for the portable kernels, which are what a
@@ -10,7 +10,7 @@
 //! Reading the painted region after the calls reads memory no live Rust object owns: fine for a
 //! measurement on a real machine, not something to put in a test (Miri would rightly object).
 
-use enec::{decode, encode, max_encoded_size, Dtype, EncodeOptions};
+use enec::{decode, encode, max_encoded_size, Coding, Dtype, EncodeOptions};
 
 /// Bytes painted: far more than any codec call needs.
 const PAINTED: usize = 256 * 1024;
@@ -51,29 +51,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let mut input = std::fs::read(&path)?;
     input.truncate(1 << 20);
-    let options = EncodeOptions::new(dtype);
-    let mut stream = vec![0u8; max_encoded_size(&options, input.len())?];
-    let mut out = vec![0u8; input.len()];
-    // A fresh thread with a large stack, so the painted region is surely mapped and unused.
-    let (encode_bytes, decode_bytes) = std::thread::Builder::new()
-        .stack_size(4 << 20)
-        .spawn(move || -> Result<(usize, usize), enec::Error> {
-            let lowest = paint();
-            let len = encode(&options, &input, &mut stream)?;
-            let encode_bytes = overwritten(lowest);
-            let lowest = paint();
-            decode(&stream[..len], &mut out)?;
-            assert!(out == input, "round trip");
-            Ok((encode_bytes, overwritten(lowest)))
-        })?
-        .join()
-        .map_err(|_| "measuring thread panicked")??;
-    println!(
-        "{} ({} kernels): encode {:.1} KiB, decode {:.1} KiB of stack",
-        dtype.name(),
-        enec::kernels_in_use(),
-        encode_bytes as f64 / 1024.0,
-        decode_bytes as f64 / 1024.0
-    );
+    // Each coding (their decoders take different paths), the default first.
+    for coding in [Coding::Ranked, Coding::Groups, Coding::Auto] {
+        let input = input.clone();
+        let options = EncodeOptions::new(dtype).coding(coding);
+        let mut stream = vec![0u8; max_encoded_size(&options, input.len())?];
+        let mut out = vec![0u8; input.len()];
+        // A fresh thread with a large stack, so the painted region is surely mapped and unused.
+        let (encode_bytes, decode_bytes) = std::thread::Builder::new()
+            .stack_size(4 << 20)
+            .spawn(move || -> Result<(usize, usize), enec::Error> {
+                let lowest = paint();
+                let len = encode(&options, &input, &mut stream)?;
+                let encode_bytes = overwritten(lowest);
+                let lowest = paint();
+                decode(&stream[..len], &mut out)?;
+                assert!(out == input, "round trip");
+                Ok((encode_bytes, overwritten(lowest)))
+            })?
+            .join()
+            .map_err(|_| "measuring thread panicked")??;
+        println!(
+            "{} {:?} ({} kernels): encode {:.1} KiB, decode {:.1} KiB of stack",
+            dtype.name(),
+            coding,
+            enec::kernels_in_use(),
+            encode_bytes as f64 / 1024.0,
+            decode_bytes as f64 / 1024.0
+        );
+    }
     Ok(())
 }
