@@ -1043,13 +1043,43 @@ pub fn groups_split(x: &mut [u8], high: &mut [u8], base: u32, n: u32, low: u32) 
     }
 }
 
+/// [`groups_inverse`] on bytes (`n, E <= 8`), in the form every kernel computes it:
+/// `x = ((b + half) - (y ^ half)) & mask`, since `b - sext(y) = (b + half) - (y ^ half)` with
+/// `half = 2^(n-1)`.
+#[derive(Clone, Copy, Debug)]
+pub struct GroupsBytes {
+    /// `2^(n-1)`.
+    pub half: u8,
+    /// `b + 2^(n-1)` (mod 2^8).
+    pub base_half: u8,
+    /// `2^E - 1`.
+    pub mask: u8,
+}
+
+impl GroupsBytes {
+    /// The constants for base `b`, width `n` (`1..=8`) and exponent width `E` (`<= 8`).
+    pub fn new(base: u32, n: u32, e: u32) -> GroupsBytes {
+        let half = 1u8.wrapping_shl(n - 1);
+        GroupsBytes {
+            half,
+            base_half: (base as u8).wrapping_add(half),
+            mask: ((1u32 << e) - 1) as u8,
+        }
+    }
+
+    /// The exponent of `y`.
+    #[inline(always)]
+    pub fn inverse(self, y: u8) -> u8 {
+        self.base_half.wrapping_sub(y ^ self.half) & self.mask
+    }
+}
+
 /// [`groups_inverse`] of a run of `y`: each becomes its exponent.
 #[inline(always)]
 pub fn groups_inverse_run(y: &mut [u8], base: u32, n: u32, e: u32) {
-    let half = 1u8.wrapping_shl(n - 1);
-    let (base8, e_mask) = (base as u8, ((1u32 << e) - 1) as u8);
+    let bytes = GroupsBytes::new(base, n, e);
     for y in y.iter_mut() {
-        let x = base8.wrapping_sub((*y ^ half).wrapping_sub(half)) & e_mask;
+        let x = bytes.inverse(*y);
         debug_assert_eq!(u32::from(x), groups_inverse(u32::from(*y), base, n, e));
         *y = x;
     }

@@ -930,15 +930,13 @@ impl Resolve32 for RankedCodes {
 
 /// The groups coding's exponents: `y` = the low bits (the codes) with the next high bits
 /// from the queue ORed in above them in the flagged lanes, then `x = (b - sext(y)) mod 2^E`
-/// (FORMAT.md 4.2) in bytes.
+/// (FORMAT.md 4.2) in bytes, as [`GroupsBytes`] (its constants in every lane).
 pub(super) struct GroupsCodes<'a> {
     /// The chunk's flags, bit `i` for element `i`.
     flags: &'a [u64],
     /// The low width `m` (where the high bits go).
     low: __m128i,
-    /// `2^(n - 1)`: `sext(y) = (y ^ half) - half` in bytes.
     half: __m256i,
-    /// `b + half`.
     base_half: __m256i,
     exponent_mask: __m256i,
     queue: *const u8,
@@ -954,7 +952,7 @@ impl Resolve32 for GroupsCodes<'_> {
         let high = _mm256_and_si256(place32(flagged, bits, self.queue.add(k)), flagged);
         // Values stay below 2^n <= 2^8: a 16-bit shift moves no bit across bytes.
         let y = _mm256_or_si256(y, _mm256_sll_epi16(high, self.low));
-        // `b - sext(y) = (b + half) - (y ^ half)`.
+        // [`GroupsBytes::inverse`].
         let x = _mm256_sub_epi8(self.base_half, _mm256_xor_si256(y, self.half));
         let x = _mm256_and_si256(x, self.exponent_mask);
         let k = k + bits.count_ones() as usize;
@@ -1264,13 +1262,13 @@ pub(super) unsafe fn groups_chunk_avx2<const B: usize, L: Lane>(
     let Some(words) = words else {
         return steps(start, highs, flags, out);
     };
-    let half = 1u8.wrapping_shl(u32::from(params.width) - 1);
+    let inverse = GroupsBytes::new(params.base.into(), params.width.into(), fields.e);
     let source = GroupsCodes {
         flags: &flags[..blocks / 64],
         low: _mm_cvtsi32_si128(params.low.into()),
-        half: _mm256_set1_epi8(half as i8),
-        base_half: _mm256_set1_epi8(params.base.wrapping_add(half) as i8),
-        exponent_mask: _mm256_set1_epi8(((1u32 << fields.e) - 1) as u8 as i8),
+        half: _mm256_set1_epi8(inverse.half as i8),
+        base_half: _mm256_set1_epi8(inverse.base_half as i8),
+        exponent_mask: _mm256_set1_epi8(inverse.mask as i8),
         queue: highs.values.as_ptr(),
         count: highs.count,
     };

@@ -1026,7 +1026,7 @@ pub(super) struct GroupsCodes64<'a> {
     flags: &'a [u64],
     /// The low width `m` (where the high bits go).
     low: __m128i,
-    /// `2^(n - 1)` and `b + 2^(n - 1)`: `b - sext(y) = (b + half) - (y ^ half)` in bytes.
+    /// [`GroupsBytes`]' constants in every lane.
     half: __m512i,
     base_half: __m512i,
     exponent_mask: __m512i,
@@ -1093,13 +1093,13 @@ pub(super) unsafe fn groups_chunk512<const B: usize, L: Lane>(
     let Some(words) = words else {
         return steps(start, highs, flags, out);
     };
-    let half = 1u8.wrapping_shl(u32::from(params.width) - 1);
+    let inverse = GroupsBytes::new(params.base.into(), params.width.into(), fields.e);
     let source = GroupsCodes64 {
         flags: &flags[..blocks / 64],
         low: _mm_cvtsi32_si128(params.low.into()),
-        half: _mm512_set1_epi8(half as i8),
-        base_half: _mm512_set1_epi8(params.base.wrapping_add(half) as i8),
-        exponent_mask: _mm512_set1_epi8(((1u32 << fields.e) - 1) as u8 as i8),
+        half: _mm512_set1_epi8(inverse.half as i8),
+        base_half: _mm512_set1_epi8(inverse.base_half as i8),
+        exponent_mask: _mm512_set1_epi8(inverse.mask as i8),
         queue: highs.values.as_ptr(),
         count: highs.count,
     };

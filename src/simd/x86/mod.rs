@@ -17,7 +17,7 @@ use words::*;
 
 use super::*;
 use crate::checksum;
-use crate::kernels::Run;
+use crate::kernels::{GroupsBytes, Run};
 use core::arch::x86_64::*;
 
 /// AVX2 (with BMI1/2, LZCNT, POPCNT) kernels; only [`Avx2::detect`] makes one. Where the
