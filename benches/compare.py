@@ -4,7 +4,7 @@
 usage: python3 benches/compare.py CORPUS.bin bf16|fp16|fp32 [--reps 3] [--rounds 3] [--tools DIR]
 
 Runs `enec bench --json` (codings ranked, the default, then auto and groups; one thread and all
-cores) and ../shared/tools/bench_codecs.py (memcpy, zstd -1/-3, ZipNN with threads=1) one after
+cores) and benches/bench_codecs.py (memcpy, zstd -1/-3, ZipNN with threads=1) one after
 the other, `--rounds` times taking turns, then prints one markdown table of medians over the
 rounds; each row's ratio to memcpy uses the memcpy measured in the same process (enec bench's own
 for the enec rows). MB/s are millions of uncompressed bytes per second. Needs: `cargo build --release --features cli`, and
@@ -54,7 +54,7 @@ def main():
     ap.add_argument('--reps', type=int, default=3)
     ap.add_argument('--rounds', type=int, default=3,
                     help='runs of both tools, taking turns; the table gives medians over them')
-    ap.add_argument('--tools', default=os.path.join(root, '..', 'shared', 'tools'))
+    ap.add_argument('--tools', default=here, help='the folder of bench_codecs.py')
     a = ap.parse_args()
     enec = os.path.join(root, 'target', 'release', 'enec')
     if not os.path.exists(enec):
