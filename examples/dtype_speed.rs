@@ -6,7 +6,7 @@
 //!
 //! usage: cargo run --release --example dtype_speed -- DIR [ROUNDS]
 //! (DIR holds minilm.bf16.bin, minilm.fp16.bin and minilm.fp32.bin from
-//! ../shared/corpus/fetch-minilm.sh; ROUNDS defaults to 9)
+//! benches/fetch-minilm.sh; ROUNDS defaults to 9)
 
 use std::hint::black_box;
 use std::time::Instant;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Recreates minilm-slice.f32.bin from the corpus of ../shared/corpus/fetch-minilm.sh."""
+"""Recreates minilm-slice.f32.bin from the corpus of benches/fetch-minilm.sh."""
 import sys
 import numpy as np
 
