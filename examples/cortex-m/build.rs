@@ -62,7 +62,10 @@ fn main() {
                 .unwrap_or_else(|e| panic!("ENEC_FRAME={frame_len}: {e}"))
                 .coding(coding);
             let stream = encode_to_vec(&options, &original).expect("encode");
-            assert_eq!(decode_to_vec(&stream).expect("decode on the host"), original);
+            assert_eq!(
+                decode_to_vec(&stream).expect("decode on the host"),
+                original
+            );
             let (corrupt_byte, corrupt_frame) = payload_bit_to_flip(&stream, original.len());
 
             let mut digest = digest::Digest::new();
