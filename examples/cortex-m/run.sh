@@ -34,7 +34,7 @@ fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 build_and_run() {
-    cargo build --release --locked --quiet
+    cargo build --release --quiet
     timeout 120 "${qemu[@]}" >"$log" 2>&1
 }
 
@@ -43,7 +43,7 @@ if [[ "${1:-}" == --self-test ]]; then
     status=0
     ENEC_SELFTEST_WRONG_DIGEST=1 build_and_run || status=$?
     # Rebuild the real firmware, so that the next plain run does not find the broken one.
-    cargo build --release --locked --quiet
+    cargo build --release --quiet
     if [[ $status == 1 ]] && grep -q 'FAILED: streaming decode matches the host digest' "$log" \
         && grep -q 'FAILED: one-shot decode matches the host digest' "$log"; then
         echo "cortex-m4f self-test: a wrong digest fails the firmware (exit status 1), as it must"
