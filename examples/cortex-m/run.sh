@@ -29,6 +29,10 @@ if ! command -v qemu-system-arm >/dev/null; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends qemu-system-arm
 fi
+if ! qemu-system-arm -machine help | grep -q '^mps2-an386 '; then
+    echo "cortex-m4f: this QEMU ($(qemu-system-arm --version | head -1)) lacks the mps2-an386 machine" >&2
+    exit 1
+fi
 
 # Builds the firmware and runs it under QEMU with a time limit; the log goes to $log.
 log=$(mktemp)
