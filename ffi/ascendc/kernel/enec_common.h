@@ -19,6 +19,15 @@ constexpr uint32_t MAX_GROUPS = 4096;     // 65,536 / 16
 constexpr uint32_t HEADER_BYTES = 32;
 constexpr uint32_t TABLE_SLOTS = 512;     // symbol / rank table, zero padded past 2^E
 
+// Orders the earlier instructions of event E's source pipe before the later ones of its
+// destination pipe (a SetFlag/WaitFlag pair): the targeted replacement for PipeBarrier<PIPE_ALL>.
+template <AscendC::HardEvent E>
+__aicore__ inline void sync_pipes() {
+    AscendC::TEventID id = AscendC::GetTPipePtr()->FetchEventID(E);
+    AscendC::SetFlag<E>(id);
+    AscendC::WaitFlag<E>(id);
+}
+
 __aicore__ inline uint32_t pad32(uint32_t x) { return (x + 31u) & ~31u; }
 __aicore__ inline uint32_t round_up(uint32_t x, uint32_t m) { return (x + m - 1) / m * m; }
 __aicore__ inline uint32_t min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
@@ -162,13 +171,17 @@ struct H32 {
         for (uint32_t j = 0; j < 32; j++) acc[j] = P5 + j;
         len = 0;
     }
-    // Feeds `n` bytes; every call but the last must feed a multiple of 128 bytes.
+    // Feeds `n` bytes; every call but the last must feed a multiple of 128 bytes. Two lanes per
+    // scalar load (64-bit words, little-endian: the low half is the even lane).
     __aicore__ inline void feed(const LocalTensor<uint8_t>& bytes, uint32_t n) {
-        LocalTensor<uint32_t> words = bytes.ReinterpretCast<uint32_t>();
+        LocalTensor<uint64_t> pairs = bytes.ReinterpretCast<uint64_t>();
         uint32_t full = n / 128;
         for (uint32_t b = 0; b < full; b++)
-            for (uint32_t j = 0; j < 32; j++)
-                acc[j] = rotl32(acc[j] + words.GetValue(b * 32 + j) * P2, 13) * P1;
+            for (uint32_t j = 0; j < 32; j += 2) {
+                uint64_t w = pairs.GetValue(b * 16 + j / 2);
+                acc[j] = rotl32(acc[j] + uint32_t(w) * P2, 13) * P1;
+                acc[j + 1] = rotl32(acc[j + 1] + uint32_t(w >> 32) * P2, 13) * P1;
+            }
         uint32_t rest = n - full * 128;
         if (rest != 0) {
             for (uint32_t j = 0; j < 32; j++) {
@@ -257,6 +270,18 @@ __aicore__ inline uint32_t parse_frame_header(const LocalTensor<uint8_t>& b, con
     return ENEC_FRAME_OK;
 }
 
+// dst[i] = value through the 32-byte UB buffer `word` and a DMA write. Per-frame words (decode
+// status, encode sizes) written by different cores share cache lines, so a scalar GM write
+// (through the data cache, which writes whole lines back) could undo another core's word.
+__aicore__ inline void store_word(const GlobalTensor<uint32_t>& dst, uint32_t i, const LocalTensor<uint32_t>& word,
+                                  uint32_t value) {
+    sync_pipes<AscendC::HardEvent::MTE3_S>();  // the previous word has left
+    word.SetValue(0, value);
+    sync_pipes<AscendC::HardEvent::S_MTE3>();
+    AscendC::DataCopyExtParams copy(1, sizeof(uint32_t), 0, 0, 0);
+    AscendC::DataCopyPad(dst[i], word, copy);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Vector building blocks shared by both kernels
 // ---------------------------------------------------------------------------------------------
@@ -308,7 +333,7 @@ __aicore__ inline uint32_t build_mask(const LocalTensor<uint16_t>& v, uint32_t n
     AscendC::Cast(hv, v.ReinterpretCast<int16_t>(), AscendC::RoundMode::CAST_NONE, n128);
     AscendC::Duplicate(hc, half(float(value)), int32_t(n128));
     AscendC::Compare(mask, hv, hc, mode, n128);
-    AscendC::PipeBarrier<PIPE_ALL>();  // vector -> scalar
+    sync_pipes<AscendC::HardEvent::V_S>();
     LocalTensor<uint64_t> words = mask.ReinterpretCast<uint64_t>();
     uint32_t count = 0;
     for (uint32_t w = 0; w * 64 < n; w++) {

@@ -25,6 +25,8 @@ public:
 
         pipe.InitBuffer(inQue, BUFFER_NUM, RUN_WORDS * sizeof(uint16_t));
         pipe.InitBuffer(outQue, BUFFER_NUM, TILE * sizeof(uint32_t));
+        pipe.InitBuffer(passQue, BUFFER_NUM, TILE * sizeof(uint32_t));
+        pipe.InitBuffer(statusBuf, 32);
         pipe.InitBuffer(headerBuf, HEADER_BYTES + 256);
         pipe.InitBuffer(tableBuf, TABLE_SLOTS * sizeof(uint16_t));
         pipe.InitBuffer(pairBuf, 2 * TILE * sizeof(uint16_t));   // residual lo | hi
@@ -49,7 +51,7 @@ public:
     __aicore__ inline void Process() {
         for (uint32_t f = uint32_t(AscendC::GetBlockIdx()); f < tiling.frameCount;
              f += uint32_t(AscendC::GetBlockNum())) {
-            statusGm.SetValue(f, DecodeFrame(f));
+            store_word(statusGm, f, statusBuf.Get<uint32_t>(), DecodeFrame(f));
         }
     }
 
@@ -65,7 +67,7 @@ private:
 
         LocalTensor<uint8_t> header = headerBuf.Get<uint8_t>();
         AscendC::DataCopy(header, streamGm[frameOff], HEADER_BYTES);
-        AscendC::PipeBarrier<PIPE_ALL>();  // MTE2 -> scalar
+        sync_pipes<AscendC::HardEvent::MTE2_S>();
         uint32_t frameBytes = 0, checksum = 0;
         uint32_t st = parse_frame_header(header, dt, elements, params, frameBytes, checksum);
         if (st != ENEC_FRAME_OK) return st;
@@ -89,16 +91,20 @@ private:
         return ENEC_FRAME_OK;
     }
 
+    // Stored frames move GM -> UB -> GM through a VECIN -> VECOUT queue (MTE2 fills, MTE3
+    // drains); the scalar unit reads the tile for the checksum in between.
     __aicore__ inline void DecodeStored() {
         for (uint32_t s = 0; s < elements; s += TILE) {
             uint32_t len = min_u32(TILE, elements - s);
             uint32_t bytes = len * dt.eb;
-            LocalTensor<uint8_t> tile = outQue.AllocTensor<uint8_t>();
+            LocalTensor<uint8_t> tile = passQue.AllocTensor<uint8_t>();
             CopyBytesIn(tile, frameGm[HEADER_BYTES + s * dt.eb], bytes);
-            AscendC::PipeBarrier<PIPE_ALL>();
-            hash.feed(tile, bytes);
-            outQue.EnQue(tile);
-            CopyOut(s, bytes);
+            if (tiling.checksums != 0) {
+                sync_pipes<AscendC::HardEvent::MTE2_S>();
+                hash.feed(tile, bytes);
+            }
+            passQue.EnQue(tile);
+            CopyOut(passQue, s, bytes);
         }
     }
 
@@ -112,12 +118,13 @@ private:
         // Symbol table: T bytes at offset 32, widened to u16 entries (scalar, at most 256).
         LocalTensor<uint8_t> raw = headerBuf.Get<uint8_t>()[HEADER_BYTES];
         LocalTensor<uint16_t> table = tableBuf.Get<uint16_t>();
+        AscendC::Duplicate(table, uint16_t(0), int32_t(TABLE_SLOTS));
         if (layout.tableLen > 0) {
             AscendC::DataCopy(raw, frameGm[layout.tableAt], pad32(layout.tableLen));
-            AscendC::PipeBarrier<PIPE_ALL>();
+            sync_pipes<AscendC::HardEvent::MTE2_S>();
         }
-        for (uint32_t r = 0; r < TABLE_SLOTS; r++) {
-            uint32_t x = r < layout.tableLen ? raw.GetValue(r) : 0;
+        for (uint32_t r = 0; r < layout.tableLen; r++) {
+            uint32_t x = raw.GetValue(r);
             if ((x >> dt.e) != 0) return ENEC_FRAME_CORRUPT;  // symbol table entry exceeds E
             table.SetValue(r, uint16_t(x));
         }
@@ -150,7 +157,7 @@ private:
             for (uint32_t jj = levels; jj > 0; jj--) {
                 uint32_t j = jj - 1;
                 lookup(buf[j], buf[j], n[j], s[j], table, wideBuf.Get<uint16_t>(), offsBuf.Get<uint32_t>(), ilv);
-                AscendC::PipeBarrier<PIPE_ALL>();
+                sync_pipes<AscendC::HardEvent::V_S>();
                 expand(buf[j], n[j], masks[j * (TILE / 8)], buf[j + 1]);
             }
             MergeOut(start, len, codes, pair);
@@ -173,7 +180,7 @@ private:
         LocalTensor<uint16_t> before = g[2 * (MAX_GROUPS + 16)];     // flagged groups before t
         for (uint32_t t0 = 0; t0 < groups; t0 += TILE)
             unpack_range(layout.planes[0], t0, min_u32(TILE, groups - t0), flags[t0], flags[t0]);
-        AscendC::PipeBarrier<PIPE_ALL>();
+        sync_pipes<AscendC::HardEvent::V_S>();
         uint32_t count = 0;
         for (uint32_t t = 0; t < groups; t++) {
             before.SetValue(t, uint16_t(count));
@@ -206,7 +213,7 @@ private:
                 if (n > 0) {
                     if (highCursor + n > layout.planes[2].count) return ENEC_FRAME_CORRUPT;
                     unpack_range(layout.planes[2], highCursor, n, high, high);
-                    AscendC::PipeBarrier<PIPE_ALL>();
+                    sync_pipes<AscendC::HardEvent::V_S>();
                     uint32_t q = 0;
                     for (uint32_t i = start; i < start + len;) {
                         uint32_t r = i / groups, t = i % groups;
@@ -347,9 +354,7 @@ private:
             AscendC::ShiftLeft(out, x, uint16_t(M), int32_t(len));
             AscendC::Or(out, out, lo, int32_t(len));
             AscendC::Or(out, out, sign, int32_t(len));
-            AscendC::PipeBarrier<PIPE_ALL>();
-            LocalTensor<uint8_t> bytes = out.ReinterpretCast<uint8_t>();
-            hash.feed(bytes, len * 2);
+            FeedHash(out.ReinterpretCast<uint8_t>(), len * 2);
             outQue.EnQue(out);
         } else {
             LocalTensor<uint32_t> out = outQue.AllocTensor<uint32_t>();
@@ -368,15 +373,23 @@ private:
             AscendC::ShiftLeft(tmp, tmp, uint32_t(M), int32_t(len));
             AscendC::Or(out.ReinterpretCast<uint16_t>(), out.ReinterpretCast<uint16_t>(),
                         tmp.ReinterpretCast<uint16_t>(), int32_t(2 * len));
-            AscendC::PipeBarrier<PIPE_ALL>();
-            hash.feed(out.ReinterpretCast<uint8_t>(), len * 4);
+            FeedHash(out.ReinterpretCast<uint8_t>(), len * 4);
             outQue.EnQue(out);
         }
-        CopyOut(start, len * dt.eb);
+        CopyOut(outQue, start, len * dt.eb);
     }
 
-    __aicore__ inline void CopyOut(uint32_t start, uint32_t bytes) {
-        LocalTensor<uint8_t> out = outQue.DeQue<uint8_t>();
+    // The checksum (scalar, see H32) reads the decoded tile once the vector unit has written it.
+    __aicore__ inline void FeedHash(const LocalTensor<uint8_t>& bytes, uint32_t n) {
+        if (tiling.checksums == 0) return;
+        sync_pipes<AscendC::HardEvent::V_S>();
+        hash.feed(bytes, n);
+    }
+
+    // The enqueued tile of `que` (VECOUT or VECIN -> VECOUT) out to the frame's output at `start`.
+    template <class Que>
+    __aicore__ inline void CopyOut(Que& que, uint32_t start, uint32_t bytes) {
+        LocalTensor<uint8_t> out = que.template DeQue<uint8_t>();
         GlobalTensor<uint8_t> dst = outGm[outOff + uint64_t(start) * dt.eb];
         if (bytes % 32 == 0) {
             AscendC::DataCopy(dst, out, bytes);
@@ -384,7 +397,7 @@ private:
             AscendC::DataCopyExtParams copy(1, bytes, 0, 0, 0);
             AscendC::DataCopyPad(dst, out, copy);
         }
-        outQue.FreeTensor(out);
+        que.FreeTensor(out);
     }
 
     __aicore__ inline LocalTensor<half> Halves(uint32_t which) {
@@ -394,7 +407,8 @@ private:
     AscendC::TPipe pipe;
     AscendC::TQue<TPosition::VECIN, BUFFER_NUM> inQue;
     AscendC::TQue<TPosition::VECOUT, BUFFER_NUM> outQue;
-    AscendC::TBuf<TPosition::VECCALC> headerBuf, tableBuf, pairBuf, xBuf, wideBuf, levelBuf, spanBuf, offsBuf, wordBuf,
+    AscendC::TQueBind<TPosition::VECIN, TPosition::VECOUT, BUFFER_NUM> passQue;
+    AscendC::TBuf<TPosition::VECCALC> statusBuf, headerBuf, tableBuf, pairBuf, xBuf, wideBuf, levelBuf, spanBuf, offsBuf, wordBuf,
         ilvBuf, dlvBuf, halfBuf, maskBuf, groupBuf;
     LocalTensor<uint32_t> ilv;
     GlobalTensor<uint8_t> streamGm, outGm, frameGm;

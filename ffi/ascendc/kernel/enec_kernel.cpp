@@ -31,6 +31,7 @@
 #include "enec_common.h"
 #include "enec_decode.h"
 #include "enec_encode.h"
+#include "enec_concat.h"
 
 extern "C" __global__ __aicore__ void enec_decode(GM_ADDR stream, GM_ADDR frameOffsets, GM_ADDR out,
                                                   GM_ADDR status, EnecDecodeTiling tiling) {

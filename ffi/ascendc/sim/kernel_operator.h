@@ -323,6 +323,7 @@ public:
         auto& c = ascendc_sim::core();
         ENEC_SIM_CHECK(!c.pipe_alive, "a second TPipe on one core");
         c.pipe_alive = true;
+        c.tpipe = this;
         c.used = 0;
         c.buffers = 0;
         std::memset(c.ub, 0xA5, sizeof(c.ub));  // UB content is undefined at kernel start
@@ -334,6 +335,7 @@ public:
                 ascendc_sim::fail("TPipe destroyed with a queue tensor still allocated (FreeTensor missing)");
         }
         ascendc_sim::core().pipe_alive = false;
+        ascendc_sim::core().tpipe = nullptr;
     }
     // R5: the buffer count is independent of the queue depth.
     template <TPosition SRC, TPosition DST, int32_t DEPTH>
@@ -380,6 +382,12 @@ private:
     }
     std::vector<ascendc_sim::Slot*> live_;
 };
+
+inline TPipe* GetTPipePtr() {
+    auto* p = static_cast<TPipe*>(ascendc_sim::core().tpipe);
+    ENEC_SIM_CHECK(p != nullptr, "GetTPipePtr with no live TPipe");
+    return p;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Data movement
