@@ -52,12 +52,12 @@ BEGIN {
     dma = v["dma_ops"] * DMA_ISSUE + v["dma_bytes"] / DMA_BYTES_PER_CYCLE
     sync = v["pipe_all"] * PIPE_ALL_COST + v["flag_pairs"] * FLAG_COST
     est = scalar + (vector > dma ? vector : dma) + sync
-    sub = v["scalar_ub"] / n; pat = v["pipe_all"] / t
+    per_elem = v["scalar_ub"] / n; pat = v["pipe_all"] / t
     printf "ascendc %s %s: hazards %d, scalar_ub/elem %.3f, vector_instr/elem %.4f, dma_bytes/elem %.2f, pipe_all/tile %.2f, est_cycles/elem %.2f\n", \
-        dir, dtype, v["hazards"], sub, v["vector_instr"] / n, v["dma_bytes"] / n, pat, est / n
+        dir, dtype, v["hazards"], per_elem, v["vector_instr"] / n, v["dma_bytes"] / n, pat, est / n
     if (v["hazards"] != 0) bad = 1
     limit = dir == "decode" ? 0.05 : 0.5
-    if (sub > limit) { printf "  target missed: %s %s scalar_ub/elem %.3f > %.2f\n", dir, dtype, sub, limit; missed = 1 }
+    if (per_elem > limit) { printf "  target missed: %s %s scalar_ub/elem %.3f > %.2f\n", dir, dtype, per_elem, limit; missed = 1 }
     if (pat > 1) { printf "  target missed: %s %s pipe_all/tile %.2f > 1\n", dir, dtype, pat; missed = 1 }
 }
 END {

@@ -303,18 +303,77 @@ __aicore__ inline void keep_low_bits32(const LocalTensor<uint32_t>& v, uint32_t 
     AscendC::ShiftRight(v, v, uint32_t(32 - bits), int32_t(n));
 }
 
-// Gather offset tables, built once per core (scalar, 3 * TILE entries):
+// Gather offset tables, built once per core by vector ops (2 * TILE entries each):
 //   ilv[k]        interleave: lane k of a u32 array viewed as u16 takes lane k/2 of the low source
-//                 (bytes 0..2*TILE) for even k and of the high source (bytes 2*TILE..) for odd k;
+//                 (bytes 0..2*TILE) for even k and of the high source (bytes 2*TILE..) for odd k:
+//                 ilv[k] = k + (k & 1) * (2 * TILE - 1);
 //   dlv[i]        deinterleave even: u16 lane 2i of a u32 array (its low half);
 //   dlv[TILE + i] deinterleave odd: u16 lane 2i + 1 (its high half).
 __aicore__ inline void build_offsets(const LocalTensor<uint32_t>& ilv, const LocalTensor<uint32_t>& dlv) {
-    for (uint32_t k = 0; k < 2 * TILE; k++) ilv.SetValue(k, (k & 1) ? (TILE + k / 2) * 2 : (k / 2) * 2);
-    for (uint32_t i = 0; i < TILE; i++) {
-        dlv.SetValue(i, 4 * i);
-        dlv.SetValue(TILE + i, 4 * i + 2);
-    }
+    static_assert(TILE == 1024, "ilv's shift assumes 2 * TILE = 2^11");
+    LocalTensor<int32_t> k = ilv.ReinterpretCast<int32_t>(), odd = dlv.ReinterpretCast<int32_t>();
+    AscendC::CreateVecIndex(k, int32_t(0), 2 * TILE);
+    AscendC::Duplicate(odd, int32_t(1), int32_t(2 * TILE));  // dlv is scratch until its own turn
+    AscendC::And(odd.ReinterpretCast<uint16_t>(), k.ReinterpretCast<uint16_t>(), odd.ReinterpretCast<uint16_t>(),
+                 int32_t(4 * TILE));  // k & 1 (bitwise on the u16 halves of each lane)
+    AscendC::Sub(k, k, odd, int32_t(2 * TILE));
+    AscendC::ShiftLeft(odd, odd, int32_t(11), int32_t(2 * TILE));
+    AscendC::Add(k, k, odd, int32_t(2 * TILE));
+    LocalTensor<int32_t> d = dlv.ReinterpretCast<int32_t>();
+    AscendC::CreateVecIndex(d, int32_t(0), TILE);
+    AscendC::ShiftLeft(d, d, int32_t(2), int32_t(TILE));
+    AscendC::Adds(d[TILE], d, int32_t(2), int32_t(TILE));
 }
+
+// Prefix sums on the vector unit (Hillis-Steele, log2(n) steps of one Add): A2 has no scan
+// instruction for 16-bit integers. The two ping-pong buffers hold 16 zero lanes before the data,
+// so the lanes before the start read zeros; shifts by 1, 2, 4, 8 lanes are Gathers (an operand
+// may not start off a 32-byte boundary), shifts by 16 and more are plain offset operands.
+struct Scan {
+    static constexpr uint32_t LEAD = 16;
+    LocalTensor<int16_t> a, b;        // LEAD + TILE lanes each
+    LocalTensor<int16_t> shifted;     // TILE lanes
+    LocalTensor<uint32_t> offsets;    // 4 * TILE: offsets[k * TILE + q] = byte offset of lane q - 2^k
+
+    // Buffers: `ping`, `pong` of (LEAD + TILE) int16, `tmp` of TILE int16, `offs` of 4 * TILE u32.
+    __aicore__ inline void init(const LocalTensor<int16_t>& ping, const LocalTensor<int16_t>& pong,
+                                const LocalTensor<int16_t>& tmp, const LocalTensor<uint32_t>& offs) {
+        a = ping;
+        b = pong;
+        shifted = tmp;
+        offsets = offs;
+        AscendC::Duplicate(a, int16_t(0), int32_t(LEAD));
+        AscendC::Duplicate(b, int16_t(0), int32_t(LEAD));
+        for (uint32_t k = 0; k < 4; k++) {
+            LocalTensor<int32_t> o = offs[k * TILE].ReinterpretCast<int32_t>();
+            AscendC::CreateVecIndex(o, int32_t(LEAD - (1u << k)), TILE);
+            AscendC::ShiftLeft(o, o, int32_t(1), int32_t(TILE));
+        }
+    }
+
+    // Inclusive prefix sums of e[0..n) (non-negative, total < 2^15), n <= TILE. Returns the view
+    // holding them; a scalar read of lane n - 1 (after a V -> S sync) is the total.
+    __aicore__ inline LocalTensor<int16_t> inclusive(const LocalTensor<int16_t>& e, uint32_t n) {
+        LocalTensor<int16_t> src = a, dst = b;
+        AscendC::Adds(src[LEAD], e, int16_t(0), int32_t(n));
+        uint32_t d = 1;
+        for (uint32_t k = 0; k < 4 && d < n; k++, d <<= 1) {
+            AscendC::Gather(shifted, src, offsets[k * TILE], uint32_t(0), n);
+            AscendC::Add(dst[LEAD], src[LEAD], shifted, int32_t(n));
+            LocalTensor<int16_t> t = src;
+            src = dst;
+            dst = t;
+        }
+        for (; d < n; d <<= 1) {
+            AscendC::Add(dst[LEAD + d], src[LEAD + d], src[LEAD], int32_t(n - d));
+            AscendC::Adds(dst[LEAD], src[LEAD], int16_t(0), int32_t(d));
+            LocalTensor<int16_t> t = src;
+            src = dst;
+            dst = t;
+        }
+        return src[LEAD];
+    }
+};
 
 // u32 lanes from two u16 arrays: dst[i] = hi[i] << 16 | lo[i], where `pair` holds lo at lanes
 // 0..TILE and hi at lanes TILE..2*TILE. With hi = zeros this is the u16 -> u32 widening.

@@ -540,6 +540,18 @@ inline void Duplicate(const LocalTensor<T>& dst, const T& value, const int32_t& 
     for (int32_t i = 0; i < count; i++) dst.ptr()[i] = value;
 }
 
+// dst[i] = firstValue + i (A2: half/int16/float/int32; the integer forms are modelled).
+template <class T>
+inline void CreateVecIndex(LocalTensor<T> dst, const T& firstValue, uint32_t count) {
+    static_assert(sim_detail::one_of<T, int16_t, int32_t>(), "CreateVecIndex: this model implements int16/int32");
+    ENEC_SIM_CHECK(count > 0, "CreateVecIndex with count 0");
+    dst.check_operand(count, "CreateVecIndex");
+    ENEC_SIM_CHECK(int64_t(firstValue) + count - 1 <= std::numeric_limits<T>::max(), "CreateVecIndex overflow");
+    ascendc_sim::instr(ascendc_sim::U_V, "CreateVecIndex", {dst.wr(count)});
+    ascendc_sim::count_vector(uint64_t(count) * sizeof(T));
+    for (uint32_t i = 0; i < count; i++) dst.ptr()[i] = T(firstValue + T(i));
+}
+
 template <class T, bool isSetMask = true>
 inline void ShiftLeft(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue,
                       const int32_t& count) {
@@ -586,6 +598,17 @@ inline void Sub(const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalT
     for (int32_t i = 0; i < count; i++) {
         int64_t r = int64_t(a.ptr()[i]) - int64_t(b.ptr()[i]);
         ENEC_SIM_CHECK(r >= std::numeric_limits<T>::min() && r <= std::numeric_limits<T>::max(), "Sub overflow");
+        dst.ptr()[i] = T(r);
+    }
+}
+
+template <class T>
+inline void Add(const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b, const int32_t& count) {
+    static_assert(sim_detail::one_of<T, int16_t, int32_t>(), "Add: integer forms on A2 are int16/int32");
+    sim_detail::binary_operands(dst, a, b, count, "Add");
+    for (int32_t i = 0; i < count; i++) {
+        int64_t r = int64_t(a.ptr()[i]) + int64_t(b.ptr()[i]);
+        ENEC_SIM_CHECK(r >= std::numeric_limits<T>::min() && r <= std::numeric_limits<T>::max(), "Add overflow");
         dst.ptr()[i] = T(r);
     }
 }
