@@ -157,7 +157,8 @@ __aicore__ inline Layout frame_layout(const Dtype& d, uint32_t elements, const P
 
 // ---------------------------------------------------------------------------------------------
 // h32 (src/checksum.rs), scalar: XXH32 rounds in 32 lanes over 128-byte blocks.
-// Scalar because the 32-bit wrapping multiply is not an A2 vector operation.
+// Scalar because the documentation promises no wrapping 32-bit vector multiply; one built from
+// exact 8x16-bit products would take more vector instructions per 128-byte block than this loop.
 // ---------------------------------------------------------------------------------------------
 
 constexpr uint32_t P1 = 0x9E3779B1u, P2 = 0x85EBCA77u, P3 = 0xC2B2AE3Du, P4 = 0x27D4EB2Fu, P5 = 0x165667B1u;

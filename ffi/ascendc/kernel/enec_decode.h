@@ -115,10 +115,10 @@ private:
         }
     }
 
-    // read_ranked (src/frame.rs). Per tile: level-1 codes by vector unpack; escapes counted with a
-    // Compare mask; the compacted entries of the deeper levels unpacked by vector; symbols looked
-    // up with Gather; escaped entries patched from the next level by walking the mask's set bits
-    // (scalar: A2 has no vector "expand"); merged with the residual by vector ops.
+    // read_ranked (src/frame.rs). Per tile: level-1 codes by vector unpack; escape lanes and their
+    // ranks by vector prefix sums (one scalar read of the count per level); the compacted entries
+    // of the deeper levels unpacked by vector; symbols looked up with Gather; escaped entries
+    // replaced by the next level's entry at their rank (Expand); merged with the residual.
     __aicore__ inline uint32_t DecodeRanked() {
         uint32_t s[MAX_LEVELS + 1];
         rank_starts(params, s);
