@@ -44,14 +44,18 @@
 
 namespace ascendc_sim {
 
+inline void say(const char* kind, const char* fmt, va_list ap) {
+    std::fprintf(stderr, "ascendc-sim: %s: ", kind);
+    std::vfprintf(stderr, fmt, ap);
+    std::fprintf(stderr, "\n");
+    std::fflush(stderr);
+}
+
 [[noreturn]] inline void fail(const char* fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    std::fprintf(stderr, "ascendc-sim: misuse: ");
-    std::vfprintf(stderr, fmt, ap);
-    std::fprintf(stderr, "\n");
+    say("misuse", fmt, ap);
     va_end(ap);
-    std::fflush(stderr);
     std::abort();
 }
 
@@ -114,14 +118,9 @@ inline void hazard(const char* fmt, ...) {
     printed++;
     va_list ap;
     va_start(ap, fmt);
-    std::fprintf(stderr, "ascendc-sim: hazard: ");
-    std::vfprintf(stderr, fmt, ap);
-    std::fprintf(stderr, "\n");
+    say("hazard", fmt, ap);
     va_end(ap);
-    if (hazard_abort()) {
-        std::fflush(stderr);
-        std::abort();
-    }
+    if (hazard_abort()) std::abort();
 }
 
 enum SlotState : int { SLOT_FREE = 0, SLOT_ALLOCATED, SLOT_ENQUEUED, SLOT_DEQUEUED, SLOT_TBUF };
