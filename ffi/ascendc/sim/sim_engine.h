@@ -516,7 +516,7 @@ inline void uses_scratch(const char* what) {
     Core& c = core();
     c.scratch_api = true;
     ENEC_SIM_CHECK(c.used <= UB_BYTES_WITH_SCRATCH,
-                   "R6: %s needs scratch space, so the UB limit is %u bytes, but %u are allocated", what,
+                   "R6: %s: the UB limit is %u bytes once an API needs scratch space, but %u are allocated", what,
                    UB_BYTES_WITH_SCRATCH, c.used);
 }
 
