@@ -62,6 +62,8 @@ BEGIN {
     lines++
     printf "ascendc %s %s: hazards %d, scalar_ub/elem %.3f, vector_instr/elem %.4f, dma_bytes/elem %.2f, pipe_all/tile %.2f, est_cycles/elem %.2f\n", \
         dir, dtype, v["hazards"], per_elem, v["vector_instr"] / n, v["dma_bytes"] / n, pat, est / n
+    printf "  (%s %s: %.0f%% of vector instructions issued with a copy-in in flight, %.0f%% with a copy-out)\n", \
+        dir, dtype, 100 * v["vector_with_copy_in"] / v["vector_instr"], 100 * v["vector_with_copy_out"] / v["vector_instr"]
     if (v["hazards"] != 0) bad = 1
     limit = dir == "decode" ? 0.05 : 0.5
     if (per_elem > limit) { printf "  target missed: %s %s scalar_ub/elem %.3f > %.2f\n", dir, dtype, per_elem, limit; missed = 1 }
