@@ -11,8 +11,10 @@
 //! bytes, dead low bits, partial frames, the MiniLM slice in `tests/data/` (fp32, bf16, fp16) and
 //! the golden files of `tests/golden/v1/` when they exist.
 //!
-//! What this proves: the kernel logic is bit-exact with the Rust codec and obeys the documented
-//! API rules the model checks. What it does not: that CANN's compiler accepts the sources, or
+//! What this proves: the kernel logic is bit-exact with the Rust codec, obeys the documented API
+//! rules the model checks, and is free of the pipe, queue-position and data-cache races the model
+//! detects (rules R1-R7 in `ffi/ascendc/sim/sim_engine.h`; the blocks run interleaved in a seeded
+//! random order, and any hazard fails the driver). What it does not: that CANN's compiler accepts the sources, or
 //! anything about speed on an NPU (see `ffi/README.md`).
 
 use std::path::{Path, PathBuf};
@@ -48,49 +50,53 @@ fn sources() -> Vec<PathBuf> {
     files
 }
 
-/// Compiles the kernels + CPU model + driver, once per distinct source text (FNV-1a of the
-/// sources names the binary, so an edited kernel is always rebuilt and an unchanged one never).
+/// Compiles `ffi/ascendc/sim/{program}.cpp` (with the kernels and the CPU model) once per
+/// distinct source text (FNV-1a of the sources names the binary, so an edited kernel is always
+/// rebuilt and an unchanged one never).
+fn build(program: &str) -> PathBuf {
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    for byte in sources()
+        .iter()
+        .flat_map(|f| std::fs::read(f).expect("read a source"))
+        .chain(cxx.bytes())
+    {
+        hash = (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3);
+    }
+    let out = work_dir().join(format!("{program}-{hash:016x}"));
+    if out.exists() {
+        return out;
+    }
+    let tmp = work_dir().join(format!("{program}-{hash:016x}.{}", std::process::id()));
+    let root = repo().join("ffi/ascendc");
+    let status = Command::new(&cxx)
+        .args(["-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror"])
+        .arg("-I")
+        .arg(root.join("sim"))
+        .arg("-I")
+        .arg(root.join("kernel"))
+        .arg(root.join(format!("sim/{program}.cpp")))
+        .arg("-o")
+        .arg(&tmp)
+        .status()
+        .unwrap_or_else(|e| {
+            panic!(
+                "the ascendc tests need a C++17 compiler: could not run `{cxx}` ({e}); \
+                 install g++ or set CXX"
+            )
+        });
+    assert!(
+        status.success(),
+        "compiling ffi/ascendc/sim/{program}.cpp failed"
+    );
+    std::fs::rename(&tmp, &out).expect("install the binary");
+    out
+}
+
+/// The kernels + CPU model + host driver.
 fn driver() -> &'static Path {
     static DRIVER: OnceLock<PathBuf> = OnceLock::new();
-    DRIVER.get_or_init(|| {
-        let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
-        let mut hash = 0xcbf2_9ce4_8422_2325u64;
-        for byte in sources()
-            .iter()
-            .flat_map(|f| std::fs::read(f).expect("read a source"))
-            .chain(cxx.bytes())
-        {
-            hash = (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3);
-        }
-        let out = work_dir().join(format!("sim_driver-{hash:016x}"));
-        if out.exists() {
-            return out;
-        }
-        let tmp = work_dir().join(format!("sim_driver-{hash:016x}.{}", std::process::id()));
-        let root = repo().join("ffi/ascendc");
-        let status = Command::new(&cxx)
-            .args(["-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror"])
-            .arg("-I")
-            .arg(root.join("sim"))
-            .arg("-I")
-            .arg(root.join("kernel"))
-            .arg(root.join("sim/sim_driver.cpp"))
-            .arg("-o")
-            .arg(&tmp)
-            .status()
-            .unwrap_or_else(|e| {
-                panic!(
-                    "the ascendc tests need a C++17 compiler: could not run `{cxx}` ({e}); \
-                     install g++ or set CXX"
-                )
-            });
-        assert!(
-            status.success(),
-            "compiling the AscendC kernels on the CPU model failed"
-        );
-        std::fs::rename(&tmp, &out).expect("install the driver binary");
-        out
-    })
+    DRIVER.get_or_init(|| build("sim_driver"))
 }
 
 /// A unique scratch file name.
@@ -101,13 +107,19 @@ fn scratch(name: &str) -> PathBuf {
     work_dir().join(format!("{}-{n}-{name}", std::process::id()))
 }
 
-fn run(args: &[&str]) -> Result<(), String> {
+/// Runs the driver; on success returns its `ascendc-sim: stats ...` line (the model's counters).
+fn run(args: &[&str]) -> Result<String, String> {
     let out = Command::new(driver())
         .args(args)
         .output()
         .expect("run sim_driver");
     if out.status.success() {
-        Ok(())
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        Ok(stderr
+            .lines()
+            .find(|l| l.starts_with("ascendc-sim: stats "))
+            .unwrap_or_default()
+            .to_string())
     } else {
         Err(format!(
             "sim_driver {args:?} failed ({}): {}",
@@ -142,6 +154,11 @@ fn rust_encode(options: &EncodeOptions, input: &[u8]) -> Vec<u8> {
 
 /// The AscendC decoder (on the model) applied to `stream`.
 fn ascendc_decode(stream: &[u8], blocks: u32) -> Result<Vec<u8>, String> {
+    ascendc_decode_stats(stream, blocks).map(|(data, _)| data)
+}
+
+/// The decoded bytes and the model's counters.
+fn ascendc_decode_stats(stream: &[u8], blocks: u32) -> Result<(Vec<u8>, String), String> {
     let (s, o) = (scratch("stream.enec"), scratch("decoded.bin"));
     std::fs::write(&s, stream).unwrap();
     let r = run(&[
@@ -150,7 +167,7 @@ fn ascendc_decode(stream: &[u8], blocks: u32) -> Result<Vec<u8>, String> {
         o.to_str().unwrap(),
         &blocks.to_string(),
     ]);
-    let data = r.map(|()| std::fs::read(&o).unwrap());
+    let data = r.map(|stats| (std::fs::read(&o).unwrap(), stats));
     let _ = std::fs::remove_file(&s);
     let _ = std::fs::remove_file(&o);
     data
@@ -158,6 +175,15 @@ fn ascendc_decode(stream: &[u8], blocks: u32) -> Result<Vec<u8>, String> {
 
 /// The AscendC encoder (on the model) applied to `input`.
 fn ascendc_encode(options: &EncodeOptions, input: &[u8], blocks: u32) -> Result<Vec<u8>, String> {
+    ascendc_encode_stats(options, input, blocks).map(|(data, _)| data)
+}
+
+/// The stream and the model's counters.
+fn ascendc_encode_stats(
+    options: &EncodeOptions,
+    input: &[u8],
+    blocks: u32,
+) -> Result<(Vec<u8>, String), String> {
     let (i, o) = (scratch("input.bin"), scratch("encoded.enec"));
     std::fs::write(&i, input).unwrap();
     let r = run(&[
@@ -170,15 +196,23 @@ fn ascendc_encode(options: &EncodeOptions, input: &[u8], blocks: u32) -> Result<
         o.to_str().unwrap(),
         &blocks.to_string(),
     ]);
-    let data = r.map(|()| std::fs::read(&o).unwrap());
+    let data = r.map(|stats| (std::fs::read(&o).unwrap(), stats));
     let _ = std::fs::remove_file(&i);
     let _ = std::fs::remove_file(&o);
     data
 }
 
-/// Both directions on one input; returns a description of the first mismatch.
+/// Both directions on one input on 3 blocks; returns a description of the first mismatch.
 fn cross_check(what: &str, options: &EncodeOptions, input: &[u8]) -> Result<(), String> {
-    let blocks = 3;
+    cross_check_on(what, options, input, 3)
+}
+
+fn cross_check_on(
+    what: &str,
+    options: &EncodeOptions,
+    input: &[u8],
+    blocks: u32,
+) -> Result<(), String> {
     let rust_stream = rust_encode(options, input);
     let decoded = ascendc_decode(&rust_stream, blocks)?;
     if decoded != input {
@@ -408,6 +442,85 @@ fn ascendc_minilm_slice() {
     check_all(cases);
 }
 
+/// Hazard-free and byte-exact on 1 and 48 blocks, at both frame-length extremes.
+#[test]
+fn ascendc_blocks_and_frame_lengths() {
+    let mut rng = Rng(0x5EED_0048);
+    let mut failures = Vec::new();
+    for (log2, frames) in [(10u8, 100usize), (16, 3)] {
+        let values = weights(&mut rng, (frames << log2) - 77);
+        for dtype in Dtype::ALL {
+            let codings: &[Coding] = if dtype == Dtype::Bf16 {
+                &CODINGS
+            } else {
+                &[Coding::Auto]
+            };
+            for &coding in codings {
+                for blocks in [1, 48] {
+                    let what = format!("{dtype:?} {coding:?} 2^{log2} on {blocks} blocks");
+                    let input = as_bytes(dtype, &values);
+                    if let Err(e) =
+                        cross_check_on(&what, &options(dtype, log2, coding, true), &input, blocks)
+                    {
+                        failures.push(e);
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The whole MiniLM slice in each dtype, both directions on 8 blocks (and decoding once more
+/// without checksums), with the model's counters written to the file named by
+/// `ENEC_ASCENDC_COSTS` (one `DTYPE[-nosum] <stats line>` per run), which
+/// `ffi/ascendc/check.sh` turns into the cost report.
+#[test]
+fn ascendc_minilm_costs() {
+    let raw = std::fs::read(repo().join("tests/data/minilm-slice.f32.bin")).expect("MiniLM slice");
+    let values: Vec<f32> = raw
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    let mut report = String::new();
+    for dtype in Dtype::ALL {
+        let name = format!("{dtype:?}").to_lowercase();
+        let input = as_bytes(dtype, &values);
+        let options = options(dtype, 14, Coding::Auto, true);
+        let rust_stream = rust_encode(&options, &input);
+        let (stream, stats) = ascendc_encode_stats(&options, &input, 8).unwrap();
+        assert!(
+            stream == rust_stream,
+            "MiniLM {name}: AscendC stream differs from Rust's"
+        );
+        report += &format!("{name} {stats}\n");
+        let (decoded, stats) = ascendc_decode_stats(&rust_stream, 8).unwrap();
+        assert!(
+            decoded == input,
+            "MiniLM {name}: AscendC decoder output differs"
+        );
+        report += &format!("{name} {stats}\n");
+        // The same without checksums: the decoder's scalar work minus the h32 checksum.
+        let plain = rust_encode(
+            &EncodeOptions {
+                checksums: false,
+                ..options
+            },
+            &input,
+        );
+        let (decoded, stats) = ascendc_decode_stats(&plain, 8).unwrap();
+        assert!(
+            decoded == input,
+            "MiniLM {name} without checksums: AscendC decoder output differs"
+        );
+        report += &format!("{name}-nosum {stats}\n");
+    }
+    eprint!("{report}");
+    if let Ok(path) = std::env::var("ENEC_ASCENDC_COSTS") {
+        std::fs::write(path, report).expect("write the cost counters");
+    }
+}
+
 #[test]
 fn ascendc_golden_files() {
     let dir = repo().join("tests/golden/v1");
@@ -488,4 +601,16 @@ fn ascendc_decoder_detects_corruption() {
             "a flipped bit at byte {at} went unnoticed"
         );
     }
+}
+
+/// Every rule of the strict model rejects a kernel that breaks it and accepts the same kernel
+/// written correctly (`ffi/ascendc/sim/sim_rules.cpp`).
+#[test]
+fn ascendc_model_rules_can_fail() {
+    let out = Command::new(build("sim_rules"))
+        .output()
+        .expect("run sim_rules");
+    let report = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{report}");
+    assert!(out.status.success(), "a model rule misbehaves:\n{report}");
 }

@@ -59,6 +59,8 @@ public:
         pipe.InitBuffer(groupBuf, 3 * (MAX_GROUPS + 16) * sizeof(uint16_t));
         pipe.InitBuffer(packTmpBuf, TILE * sizeof(uint16_t));
         pipe.InitBuffer(compactBuf, TILE * sizeof(uint16_t));
+        pipe.InitBuffer(sizeBuf, 32);
+        pipe.InitBuffer(passQue, BUFFER_NUM, TILE * sizeof(uint32_t));
 
         ilv = ilvBuf.Get<uint32_t>();
         dlv = dlvBuf.Get<uint32_t>();
@@ -70,7 +72,7 @@ public:
         if (AscendC::GetBlockIdx() == 0) WriteStreamHeader();
         for (uint32_t f = uint32_t(AscendC::GetBlockIdx()); f < tiling.frameCount;
              f += uint32_t(AscendC::GetBlockNum())) {
-            sizesGm.SetValue(f, EncodeFrame(f));
+            store_word(sizesGm, f, sizeBuf.Get<uint32_t>(), EncodeFrame(f));
         }
     }
 
@@ -160,6 +162,11 @@ private:
 
     __aicore__ inline void LoadTile(uint32_t start, uint32_t len) {
         LocalTensor<uint8_t> tile = inQue.AllocTensor<uint8_t>();
+        CopyTileIn(tile, start, len);
+        inQue.EnQue(tile);
+    }
+
+    __aicore__ inline void CopyTileIn(const LocalTensor<uint8_t>& tile, uint32_t start, uint32_t len) {
         uint32_t bytes = len * dt.eb;
         GlobalTensor<uint8_t> src = inGm[inOff + uint64_t(start) * dt.eb];
         if (bytes % 32 == 0) {
@@ -169,7 +176,6 @@ private:
             AscendC::DataCopyPadExtParams<uint8_t> pad(false, 0, 0, 0);
             AscendC::DataCopyPad(tile, src, copy, pad);
         }
-        inQue.EnQue(tile);
     }
 
     // x (u16) of the tile's elements: vector shifts; fp32 narrows the u32 lanes with Gather.
@@ -399,13 +405,17 @@ private:
         for (uint32_t start = 0; start < elements; start += TILE) {
             uint32_t len = min_u32(TILE, elements - start);
             uint32_t bytes = len * dt.eb;
-            LoadTile(start, len);
-            LocalTensor<uint8_t> tile = inQue.DeQue<uint8_t>();
-            AscendC::PipeBarrier<PIPE_ALL>();
-            for (uint32_t i = bytes; i < pad32(bytes); i++) tile.SetValue(i, 0);  // zero padding
-            AscendC::PipeBarrier<PIPE_ALL>();
+            // GM -> UB -> GM: a VECIN -> VECOUT queue orders MTE2 before MTE3.
+            LocalTensor<uint8_t> tile = passQue.AllocTensor<uint8_t>();
+            CopyTileIn(tile, start, len);
+            if (bytes % 32 != 0) {
+                sync_pipes<AscendC::HardEvent::MTE2_S>();
+                for (uint32_t i = bytes; i < pad32(bytes); i++) tile.SetValue(i, 0);  // zero padding
+            }
+            passQue.EnQue(tile);
+            tile = passQue.DeQue<uint8_t>();
             AscendC::DataCopy(frameGm[HEADER_BYTES + start * dt.eb], tile, pad32(bytes));
-            inQue.FreeTensor(tile);
+            passQue.FreeTensor(tile);
         }
     }
 
@@ -455,12 +465,14 @@ private:
     // Writes n u16 values to a workspace stage at value index `at`.
     __aicore__ inline void Stage(uint32_t stage, uint32_t at, const LocalTensor<uint16_t>& v, uint32_t n) {
         if (n == 0) return;
+        sync_pipes<AscendC::HardEvent::V_MTE3>();
         if (at % 16 == 0 && n % 16 == 0) {
             AscendC::DataCopy(StageGm(stage, at), v, n);
         } else {
             AscendC::DataCopyExtParams copy(1, n * 2, 0, 0, 0);
             AscendC::DataCopyPad(StageGm(stage, at), v, copy);
         }
+        sync_pipes<AscendC::HardEvent::MTE3_V>();  // v is rewritten by the next tile
     }
 
     // Compacts the entries whose mask bit is set, in order, into compactBuf (scalar walk of the
@@ -691,7 +703,8 @@ private:
     AscendC::TPipe pipe;
     AscendC::TQue<TPosition::VECIN, BUFFER_NUM> inQue;
     AscendC::TQue<TPosition::VECOUT, BUFFER_NUM> outQue;
-    AscendC::TBuf<TPosition::VECCALC> pairBuf, xBuf, rankBuf, wideBuf, wordBuf, offsBuf, ilvBuf, dlvBuf, halfBuf,
+    AscendC::TQueBind<TPosition::VECIN, TPosition::VECOUT, BUFFER_NUM> passQue;
+    AscendC::TBuf<TPosition::VECCALC> sizeBuf, pairBuf, xBuf, rankBuf, wideBuf, wordBuf, offsBuf, ilvBuf, dlvBuf, halfBuf,
         maskBuf, accBuf, statBuf, rankTabBuf, byteBuf, groupBuf, packTmpBuf, compactBuf;
     LocalTensor<uint32_t> ilv, dlv;
     GlobalTensor<uint8_t> inGm, slotsGm, headerGm, frameGm;
@@ -705,47 +718,6 @@ private:
     Params params;
     Layout layout;
     H32 hash;
-};
-
-// Moves each encoded frame from its slot to its place in the stream (offsets from the host's
-// prefix sum of the sizes), 8 KiB at a time through the Unified Buffer.
-class KernelConcat {
-public:
-    __aicore__ inline KernelConcat() {}
-    __aicore__ inline void Init(GM_ADDR slots, GM_ADDR sizes, GM_ADDR offsets, GM_ADDR out,
-                                const EnecConcatTiling& t) {
-        tiling = t;
-        slotsGm.SetGlobalBuffer((__gm__ uint8_t*)slots, uint64_t(t.frameCount) * t.slotBytes);
-        sizesGm.SetGlobalBuffer((__gm__ uint32_t*)sizes, t.frameCount);
-        offsetsGm.SetGlobalBuffer((__gm__ uint64_t*)offsets, t.frameCount);
-        outGm.SetGlobalBuffer((__gm__ uint8_t*)out);
-        pipe.InitBuffer(que, BUFFER_NUM, CHUNK);
-    }
-    __aicore__ inline void Process() {
-        for (uint32_t f = uint32_t(AscendC::GetBlockIdx()); f < tiling.frameCount;
-             f += uint32_t(AscendC::GetBlockNum())) {
-            uint32_t size = sizesGm.GetValue(f);
-            uint64_t src = uint64_t(f) * tiling.slotBytes, dst = offsetsGm.GetValue(f);
-            for (uint32_t at = 0; at < size; at += CHUNK) {
-                uint32_t n = min_u32(CHUNK, size - at);  // frame sizes are multiples of 32
-                LocalTensor<uint8_t> buf = que.AllocTensor<uint8_t>();
-                AscendC::DataCopy(buf, slotsGm[src + at], n);
-                que.EnQue(buf);
-                buf = que.DeQue<uint8_t>();
-                AscendC::DataCopy(outGm[dst + at], buf, n);
-                que.FreeTensor(buf);
-            }
-        }
-    }
-
-private:
-    static constexpr uint32_t CHUNK = 8192;
-    AscendC::TPipe pipe;
-    AscendC::TQue<TPosition::VECIN, BUFFER_NUM> que;
-    GlobalTensor<uint8_t> slotsGm, outGm;
-    GlobalTensor<uint32_t> sizesGm;
-    GlobalTensor<uint64_t> offsetsGm;
-    EnecConcatTiling tiling;
 };
 
 }  // namespace enec
