@@ -1,5 +1,5 @@
-// A CPU model of exactly the AscendC API subset that ffi/ascendc/kernel/ uses, so the unmodified
-// kernel sources compile with the system C++ compiler (C++17) and run on a host CPU.
+// A strict CPU model of exactly the AscendC API subset that ffi/ascendc/kernel/ uses, so the
+// unmodified kernel sources compile with the system C++ compiler (C++17) and run on a host CPU.
 //
 // This file shadows CANN's `kernel_operator.h` when `ffi/ascendc/sim` is first on the include
 // path. It is written from Huawei's public asc-devkit API documentation (names, signatures,
@@ -10,29 +10,26 @@
 //   * Unified Buffer: 192 KB per core; TPipe::InitBuffer allocations are tracked against it.
 //   * LocalTensor: every vector/copy operand must start 32-byte aligned; every access is bounds
 //     checked against its buffer; a queue tensor may only be touched while allocated or dequeued.
-//   * TQue: AllocTensor beyond the depth, EnQue of a tensor not allocated from the queue, EnQue
-//     beyond the depth, DeQue on an empty queue, FreeTensor of a tensor not allocated (or freed
-//     twice), a pipe destroyed with tensors still allocated: all abort.
+//   * TQue: AllocTensor with every buffer in use, EnQue of a tensor not allocated from the queue,
+//     EnQue beyond the depth, DeQue on an empty queue, FreeTensor of a tensor not allocated (or
+//     freed twice), a pipe destroyed with tensors still allocated: all abort.
 //   * DataCopy: UB address, GM address and length must be multiples of 32 bytes (the GM rule is
 //     stricter than the hardware needs; format v1 guarantees it, so the model enforces it).
 //   * DataCopyPad: UB address 32-byte aligned, left/right padding at most 32 bytes, GM any.
 //   * Vector ops: only the data types the A2 documentation lists (And/Or: int16/uint16 only;
 //     Compare: half/float; Cast: the conversions used here that A2 supports, ...).
 //   * GM: every access must fall inside a buffer registered by the host driver.
-//
-// Blocks (AI Vector cores) run one after another on the calling thread; GetBlockIdx() is set per
-// block by ascendc_sim::launch. Pipeline synchronisation (queues, PipeBarrier) is modelled only as
-// ordering: the model is sequential, so it proves the data flow, not the timing.
+// On top of these, the pipe, position, cache, scheduling, queue and limit rules R1-R7 of
+// sim_engine.h: every operation below is tagged with its pipe and its operands, so the model
+// reports the races a sequential run cannot show.
 #pragma once
 
-#include <cstdarg>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
+
+#include "sim_engine.h"
 
 #define __global__
 #define __aicore__
@@ -41,27 +38,7 @@
 #define KERNEL_TASK_TYPE_DEFAULT(x)
 
 namespace ascendc_sim {
-
-[[noreturn]] inline void fail(const char* fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    std::fprintf(stderr, "ascendc-sim: misuse: ");
-    std::vfprintf(stderr, fmt, ap);
-    std::fprintf(stderr, "\n");
-    va_end(ap);
-    std::fflush(stderr);
-    std::abort();
-}
-
-#define ENEC_SIM_CHECK(cond, ...)                  \
-    do {                                           \
-        if (!(cond)) ::ascendc_sim::fail(__VA_ARGS__); \
-    } while (0)
-
-constexpr uint32_t UB_BYTES = 192 * 1024;
-constexpr uint32_t ALIGN = 32;
-
-// A16-bit float used only as the Compare operand type. Values are kept as float; conversions
+// A 16-bit float used only as the Compare operand type. Values are kept as float; conversions
 // into it check that the value is exactly representable in IEEE half (|v| <= 2048 integers).
 struct half {
     float v = 0;
@@ -72,66 +49,6 @@ struct half {
     }
     operator float() const { return v; }  // half -> float is exact
 };
-
-enum SlotState : int { SLOT_FREE = 0, SLOT_ALLOCATED, SLOT_ENQUEUED, SLOT_DEQUEUED, SLOT_TBUF };
-
-struct Slot {
-    uint32_t offset = 0;  // byte offset in UB
-    uint32_t bytes = 0;
-    int state = SLOT_FREE;
-    const void* owner = nullptr;
-};
-
-struct Core {
-    alignas(64) uint8_t ub[UB_BYTES];
-    uint32_t used = 0;         // bytes handed out by the live TPipe
-    uint32_t peak = 0;         // largest `used` seen
-    bool pipe_alive = false;
-    int64_t block_idx = 0;
-    int64_t block_num = 1;
-    uint64_t vector_ops = 0;   // statistics for the driver
-    uint64_t copies = 0;
-};
-
-inline Core& core() {
-    static Core c;
-    return c;
-}
-
-struct Region {
-    const uint8_t* p;
-    size_t n;
-};
-
-inline std::vector<Region>& regions() {
-    static std::vector<Region> r;
-    return r;
-}
-
-// The host driver registers every buffer it passes to a kernel as GM.
-inline void gm_register(const void* p, size_t n) { regions().push_back({static_cast<const uint8_t*>(p), n}); }
-inline void gm_clear() { regions().clear(); }
-
-inline void gm_check(const void* p, size_t n, const char* what) {
-    auto q = static_cast<const uint8_t*>(p);
-    for (auto& r : regions()) {
-        if (q >= r.p && q + n <= r.p + r.n) return;
-    }
-    fail("%s: GM access [%p, +%zu) outside every registered GM buffer", what, p, n);
-}
-
-// Runs `kernel` once per block, sequentially, with GetBlockIdx() = 0 .. blockDim - 1.
-template <class F>
-void launch(uint32_t block_dim, F kernel) {
-    ENEC_SIM_CHECK(block_dim >= 1, "launch with blockDim 0");
-    for (uint32_t b = 0; b < block_dim; b++) {
-        core().block_idx = b;
-        core().block_num = block_dim;
-        kernel();
-        ENEC_SIM_CHECK(!core().pipe_alive, "block %u returned with its TPipe alive", b);
-    }
-}
-
 }  // namespace ascendc_sim
 
 // CANN provides `half` and the pipe names (PIPE_V, PIPE_ALL, ...) at global scope.
@@ -145,11 +62,48 @@ using ::half;
 enum class TPosition : uint8_t { GM, VECIN, VECOUT, VECCALC, A1, A2, B1, B2, CO1, CO2, MAX };
 enum class CMPMODE : uint8_t { LT, GT, EQ, LE, GE, NE };
 enum class RoundMode : uint8_t { CAST_NONE = 0, CAST_RINT, CAST_FLOOR, CAST_CEIL, CAST_ROUND, CAST_TRUNC, CAST_ODD };
+// Synchronisation events between pipes, named SOURCE_DESTINATION (the destination waits).
+enum class HardEvent : uint8_t { MTE2_V, V_MTE2, MTE3_V, V_MTE3, MTE2_MTE3, MTE3_MTE2, S_V, V_S, S_MTE2, MTE2_S,
+                                 S_MTE3, MTE3_S };
+using TEventID = int8_t;
+
 inline int64_t GetBlockIdx() { return ascendc_sim::core().block_idx; }
 inline int64_t GetBlockNum() { return ascendc_sim::core().block_num; }
 
+namespace sim_detail {
+constexpr int event_src(HardEvent e) {
+    switch (e) {
+        case HardEvent::MTE2_V: case HardEvent::MTE2_MTE3: case HardEvent::MTE2_S: return ascendc_sim::U_MTE2;
+        case HardEvent::V_MTE2: case HardEvent::V_MTE3: case HardEvent::V_S: return ascendc_sim::U_V;
+        case HardEvent::MTE3_V: case HardEvent::MTE3_MTE2: case HardEvent::MTE3_S: return ascendc_sim::U_MTE3;
+        default: return ascendc_sim::U_S;
+    }
+}
+constexpr int event_dst(HardEvent e) {
+    switch (e) {
+        case HardEvent::MTE2_V: case HardEvent::MTE3_V: case HardEvent::S_V: return ascendc_sim::U_V;
+        case HardEvent::V_MTE2: case HardEvent::MTE3_MTE2: case HardEvent::S_MTE2: return ascendc_sim::U_MTE2;
+        case HardEvent::V_MTE3: case HardEvent::MTE2_MTE3: case HardEvent::S_MTE3: return ascendc_sim::U_MTE3;
+        default: return ascendc_sim::U_S;
+    }
+}
+}  // namespace sim_detail
+
+// PIPE_ALL: every pipe waits for every issued instruction. Other pipes: in-order already.
 template <pipe_t pipe>
-inline void PipeBarrier() {}
+inline void PipeBarrier() {
+    if (pipe == PIPE_ALL) ascendc_sim::pipe_all();
+}
+
+template <HardEvent event>
+inline void SetFlag(int32_t eventID) {
+    ascendc_sim::set_flag(sim_detail::event_src(event), sim_detail::event_dst(event), eventID);
+}
+
+template <HardEvent event>
+inline void WaitFlag(int32_t eventID) {
+    ascendc_sim::wait_flag(sim_detail::event_src(event), sim_detail::event_dst(event), eventID);
+}
 
 template <class T>
 class LocalTensor {
@@ -161,12 +115,14 @@ public:
 
     T GetValue(uint32_t i) const {
         check_access(i, 1, "LocalTensor::GetValue");
+        ascendc_sim::scalar_ub(off_ + i * sizeof(T), sizeof(T), false);
         T v;
         std::memcpy(&v, addr() + i * sizeof(T), sizeof(T));
         return v;
     }
     void SetValue(uint32_t i, T v) const {
         check_access(i, 1, "LocalTensor::SetValue");
+        ascendc_sim::scalar_ub(off_ + i * sizeof(T), sizeof(T), true);
         std::memcpy(addr() + i * sizeof(T), &v, sizeof(T));
     }
     LocalTensor operator[](uint32_t i) const {
@@ -197,6 +153,9 @@ public:
         ENEC_SIM_CHECK(off_ % ascendc_sim::ALIGN == 0, "%s: LocalTensor start (UB offset %u) is not 32-byte aligned",
                        what, off_);
     }
+    // Operand descriptors for the hazard detector: the first n elements, read or written.
+    ascendc_sim::Access rd(uint64_t n) const { return {true, slot_, off_, n * sizeof(T), false}; }
+    ascendc_sim::Access wr(uint64_t n) const { return {true, slot_, off_, n * sizeof(T), true}; }
     T* ptr() const { return reinterpret_cast<T*>(addr()); }
 
 private:
@@ -217,14 +176,17 @@ public:
         base_ = p;
         size_ = UINT64_MAX / 2;
     }
+    // Scalar GM accesses go through the core's data cache (R3 watches the writes).
     T GetValue(uint64_t i) const {
         check(i, 1, "GlobalTensor::GetValue");
+        ascendc_sim::scalar_gm(base_ + i, sizeof(T), false);
         T v;
         std::memcpy(&v, base_ + i, sizeof(T));
         return v;
     }
     void SetValue(uint64_t i, T v) const {
         check(i, 1, "GlobalTensor::SetValue");
+        ascendc_sim::scalar_gm(base_ + i, sizeof(T), true);
         std::memcpy(base_ + i, &v, sizeof(T));
     }
     GlobalTensor operator[](uint64_t i) const {
@@ -234,11 +196,17 @@ public:
         return g;
     }
     __gm__ T* GetPhyAddr() const { return base_; }
-    // model internal
+    // model internals
     void check(uint64_t i, uint64_t n, const char* what) const {
         ENEC_SIM_CHECK(i + n <= size_, "%s: elements [%llu, %llu) past the GlobalTensor's %llu", what,
                        (unsigned long long)i, (unsigned long long)(i + n), (unsigned long long)size_);
         ascendc_sim::gm_check(base_ + i, n * sizeof(T), what);
+    }
+    ascendc_sim::Access rd(uint64_t n) const {
+        return {false, nullptr, reinterpret_cast<uintptr_t>(base_), n * sizeof(T), false};
+    }
+    ascendc_sim::Access wr(uint64_t n) const {
+        return {false, nullptr, reinterpret_cast<uintptr_t>(base_), n * sizeof(T), true};
     }
 
 private:
@@ -249,15 +217,34 @@ private:
 class TPipe;
 constexpr int kQueMax = 8;
 
-template <TPosition POS, int32_t DEPTH>
-class TQue {
+namespace sim_detail {
+// The pipe that fills a buffer of position `src` and the one that drains one of position `dst`.
+constexpr uint8_t producer_of(TPosition src) {
+    return src == TPosition::VECIN ? ascendc_sim::U_MTE2 : ascendc_sim::U_V;
+}
+constexpr uint8_t consumer_of(TPosition dst) {
+    return dst == TPosition::VECOUT ? ascendc_sim::U_MTE3 : ascendc_sim::U_V;
+}
+}  // namespace sim_detail
+
+// A queue between two positions: TQue<POS, DEPTH> is TQueBind<POS, POS, DEPTH>. EnQue -> DeQue
+// orders the producer pipe before the consumer pipe (SetFlag/WaitFlag), FreeTensor ->
+// AllocTensor the consumer before the producer (the buffer's next fill waits for its last use).
+template <TPosition SRC, TPosition DST, int32_t DEPTH>
+class TQueBind {
 public:
+    static constexpr uint8_t kProducer = sim_detail::producer_of(SRC);
+    static constexpr uint8_t kConsumer = sim_detail::consumer_of(DST);
+    static_assert(kProducer != kConsumer, "TQueBind: a queue between two positions of one pipe orders nothing");
+
     template <class T>
     LocalTensor<T> AllocTensor() {
+        ascendc_sim::yield_point();
         ENEC_SIM_CHECK(num_ > 0, "AllocTensor on a queue without InitBuffer");
         for (int i = 0; i < num_; i++) {
             if (slots_[i].state == ascendc_sim::SLOT_FREE) {
                 slots_[i].state = ascendc_sim::SLOT_ALLOCATED;
+                ascendc_sim::core().clk[kProducer].join(slots_[i].freed);
                 return LocalTensor<T>(&slots_[i], slots_[i].offset, slots_[i].bytes / sizeof(T));
             }
         }
@@ -265,29 +252,35 @@ public:
     }
     template <class T>
     void EnQue(const LocalTensor<T>& t) {
+        ascendc_sim::yield_point();
         auto s = own(t.slot(), "EnQue");
         ENEC_SIM_CHECK(s->state == ascendc_sim::SLOT_ALLOCATED, "EnQue of a tensor that is not freshly allocated");
-        ENEC_SIM_CHECK(count_ < DEPTH, "EnQue beyond the queue depth %d", DEPTH);
+        ENEC_SIM_CHECK(count_ < DEPTH, "R5: EnQue beyond the queue depth %d (DeQue first)", DEPTH);
         s->state = ascendc_sim::SLOT_ENQUEUED;
+        s->enqueued = ascendc_sim::core().clk[kProducer];
         fifo_[(head_ + count_) % kMax] = s;
         count_++;
     }
     template <class T>
     LocalTensor<T> DeQue() {
+        ascendc_sim::yield_point();
         ENEC_SIM_CHECK(count_ > 0, "DeQue on an empty queue");
         auto s = fifo_[head_];
         head_ = (head_ + 1) % kMax;
         count_--;
         s->state = ascendc_sim::SLOT_DEQUEUED;
+        ascendc_sim::core().clk[kConsumer].join(s->enqueued);
         return LocalTensor<T>(s, s->offset, s->bytes / sizeof(T));
     }
     template <class T>
     void FreeTensor(const LocalTensor<T>& t) {
+        ascendc_sim::yield_point();
         auto s = own(t.slot(), "FreeTensor");
         ENEC_SIM_CHECK(s->state == ascendc_sim::SLOT_ALLOCATED || s->state == ascendc_sim::SLOT_DEQUEUED,
                        "FreeTensor of a tensor that is %s",
                        s->state == ascendc_sim::SLOT_FREE ? "not allocated (double free?)" : "still enqueued");
         s->state = ascendc_sim::SLOT_FREE;
+        s->freed = ascendc_sim::core().clk[kConsumer];
     }
 
 private:
@@ -302,6 +295,9 @@ private:
     ascendc_sim::Slot* fifo_[kMax] = {};
     int num_ = 0, head_ = 0, count_ = 0;
 };
+
+template <TPosition POS, int32_t DEPTH>
+using TQue = TQueBind<POS, POS, DEPTH>;
 
 template <TPosition POS = TPosition::VECCALC>
 class TBuf {
@@ -329,6 +325,7 @@ public:
         ENEC_SIM_CHECK(!c.pipe_alive, "a second TPipe on one core");
         c.pipe_alive = true;
         c.used = 0;
+        c.buffers = 0;
         std::memset(c.ub, 0xA5, sizeof(c.ub));  // UB content is undefined at kernel start
     }
     ~TPipe() {
@@ -339,16 +336,19 @@ public:
         }
         ascendc_sim::core().pipe_alive = false;
     }
-    template <TPosition POS, int32_t DEPTH>
-    void InitBuffer(TQue<POS, DEPTH>& q, uint8_t num, uint32_t len) {
-        ENEC_SIM_CHECK(num >= 1 && num <= DEPTH && num <= kQueMax,
-                       "InitBuffer: %u buffers for a queue of depth %d", num, DEPTH);
+    // R5: the buffer count is independent of the queue depth.
+    template <TPosition SRC, TPosition DST, int32_t DEPTH>
+    void InitBuffer(TQueBind<SRC, DST, DEPTH>& q, uint8_t num, uint32_t len) {
+        ENEC_SIM_CHECK(num >= 1 && num <= kQueMax, "InitBuffer: %u buffers for one queue (model: 1..%d)", num,
+                       kQueMax);
         ENEC_SIM_CHECK(q.num_ == 0, "InitBuffer twice on one queue");
         q.num_ = num;
         for (int i = 0; i < num; i++) {
             q.slots_[i].offset = take(len);
             q.slots_[i].bytes = round(len);
             q.slots_[i].state = ascendc_sim::SLOT_FREE;
+            q.slots_[i].producer = q.kProducer;
+            q.slots_[i].consumer = q.kConsumer;
             live_.push_back(&q.slots_[i]);
         }
     }
@@ -359,18 +359,24 @@ public:
         b.slot_.bytes = round(len);
         b.slot_.state = ascendc_sim::SLOT_TBUF;
     }
+    // Event ids for SetFlag/WaitFlag. The model keys flags by (event, id); one id per event type
+    // is enough for strictly paired SetFlag/WaitFlag.
+    TEventID FetchEventID(HardEvent) { return 0; }
 
 private:
     static uint32_t round(uint32_t len) { return (len + 31) / 32 * 32; }
     uint32_t take(uint32_t len) {
         auto& c = ascendc_sim::core();
         ENEC_SIM_CHECK(len > 0, "InitBuffer of 0 bytes");
+        ENEC_SIM_CHECK(++c.buffers <= ascendc_sim::MAX_BUFFERS_PER_PIPE, "R6: more than %u buffers in one TPipe",
+                       ascendc_sim::MAX_BUFFERS_PER_PIPE);
+        uint32_t limit = c.scratch_api ? ascendc_sim::UB_BYTES_WITH_SCRATCH : ascendc_sim::UB_BYTES;
         uint32_t at = c.used;
-        ENEC_SIM_CHECK(uint64_t(at) + round(len) <= ascendc_sim::UB_BYTES,
-                       "Unified Buffer overflow: %u bytes in use, %u more requested, %u available", at, round(len),
-                       ascendc_sim::UB_BYTES);
+        ENEC_SIM_CHECK(uint64_t(at) + round(len) <= limit,
+                       "R6: Unified Buffer overflow: %u bytes in use, %u more requested, %u available", at, round(len),
+                       limit);
         c.used = at + round(len);
-        if (c.used > c.peak) c.peak = c.used;
+        if (c.used > ascendc_sim::world().ub_peak) ascendc_sim::world().ub_peak = c.used;
         return at;
     }
     std::vector<ascendc_sim::Slot*> live_;
@@ -423,8 +429,9 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint
     ENEC_SIM_CHECK(sim_detail::gm_aligned(src.GetPhyAddr()), "DataCopy GM->UB: GM address %p not 32-byte aligned",
                    (const void*)src.GetPhyAddr());
     src.check(0, count, "DataCopy GM->UB source");
+    ascendc_sim::instr(ascendc_sim::U_MTE2, "DataCopy GM->UB", {src.rd(count), dst.wr(count)});
+    ascendc_sim::count_dma(bytes);
     std::memcpy(dst.addr(), src.GetPhyAddr(), bytes);
-    ascendc_sim::core().copies++;
 }
 
 // UB -> GM, same rules.
@@ -438,8 +445,9 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, uint
     ENEC_SIM_CHECK(sim_detail::gm_aligned(dst.GetPhyAddr()), "DataCopy UB->GM: GM address %p not 32-byte aligned",
                    (const void*)dst.GetPhyAddr());
     dst.check(0, count, "DataCopy UB->GM destination");
+    ascendc_sim::instr(ascendc_sim::U_MTE3, "DataCopy UB->GM", {src.rd(count), dst.wr(count)});
+    ascendc_sim::count_dma(bytes);
     std::memcpy(dst.GetPhyAddr(), src.addr(), bytes);
-    ascendc_sim::core().copies++;
 }
 
 // GM -> UB, any GM address and byte length (one block in this model). The block lands after
@@ -459,6 +467,8 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
     uint32_t rounded = (total * sizeof(T) + 31) / 32 * 32 / sizeof(T);
     dst.check_operand(rounded, "DataCopyPad GM->UB destination");
     src.check(0, n, "DataCopyPad GM->UB source");
+    ascendc_sim::instr(ascendc_sim::U_MTE2, "DataCopyPad GM->UB", {src.rd(n), dst.wr(rounded)});
+    ascendc_sim::count_dma(p.blockLen);
     std::memset(dst.addr(), 0xA5, rounded * sizeof(T));
     if (pad.isPad) {
         for (uint32_t i = 0; i < pad.leftPadding; i++) std::memcpy(dst.addr() + i * sizeof(T), &pad.paddingValue, sizeof(T));
@@ -466,7 +476,6 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
             std::memcpy(dst.addr() + (pad.leftPadding + n + i) * sizeof(T), &pad.paddingValue, sizeof(T));
     }
     std::memcpy(dst.addr() + pad.leftPadding * sizeof(T), src.GetPhyAddr(), p.blockLen);
-    ascendc_sim::core().copies++;
 }
 
 // UB -> GM, any GM address and byte length (one block).
@@ -479,8 +488,9 @@ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, c
     uint32_t n = p.blockLen / sizeof(T);
     src.check_operand(n, "DataCopyPad UB->GM source");
     dst.check(0, n, "DataCopyPad UB->GM destination");
+    ascendc_sim::instr(ascendc_sim::U_MTE3, "DataCopyPad UB->GM", {src.rd(n), dst.wr(n)});
+    ascendc_sim::count_dma(p.blockLen);
     std::memcpy(dst.GetPhyAddr(), src.addr(), p.blockLen);
-    ascendc_sim::core().copies++;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -497,13 +507,18 @@ void unary_operands(const LocalTensor<T>& dst, const LocalTensor<T>& src, int32_
     ENEC_SIM_CHECK(n > 0, "%s with count %d", what, n);
     dst.check_operand(n, what);
     src.check_operand(n, what);
-    ascendc_sim::core().vector_ops++;
+    ascendc_sim::instr(ascendc_sim::U_V, what, {src.rd(n), dst.wr(n)});
+    ascendc_sim::count_vector(uint64_t(n) * sizeof(T));
 }
 template <class T>
 void binary_operands(const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b, int32_t n,
                      const char* what) {
-    unary_operands(dst, a, n, what);
+    ENEC_SIM_CHECK(n > 0, "%s with count %d", what, n);
+    dst.check_operand(n, what);
+    a.check_operand(n, what);
     b.check_operand(n, what);
+    ascendc_sim::instr(ascendc_sim::U_V, what, {a.rd(n), b.rd(n), dst.wr(n)});
+    ascendc_sim::count_vector(uint64_t(n) * sizeof(T));
 }
 }  // namespace sim_detail
 
@@ -513,8 +528,9 @@ inline void Duplicate(const LocalTensor<T>& dst, const T& value, const int32_t& 
                   "Duplicate: data type not supported on A2");
     ENEC_SIM_CHECK(count > 0, "Duplicate with count %d", count);
     dst.check_operand(count, "Duplicate");
+    ascendc_sim::instr(ascendc_sim::U_V, "Duplicate", {dst.wr(count)});
+    ascendc_sim::count_vector(uint64_t(count) * sizeof(T));
     for (int32_t i = 0; i < count; i++) dst.ptr()[i] = value;
-    ascendc_sim::core().vector_ops++;
 }
 
 template <class T, bool isSetMask = true>
@@ -594,12 +610,13 @@ inline void Cast(const LocalTensor<D>& dst, const LocalTensor<S>& src, const Rou
     ENEC_SIM_CHECK(count > 0, "Cast with count 0");
     dst.check_operand(count, "Cast destination");
     src.check_operand(count, "Cast source");
+    ascendc_sim::instr(ascendc_sim::U_V, "Cast", {src.rd(count), dst.wr(count)});
+    ascendc_sim::count_vector(uint64_t(count) * sizeof(S));
     for (uint32_t i = 0; i < count; i++) {
         int16_t v = src.ptr()[i];
         ENEC_SIM_CHECK(v >= -2048 && v <= 2048, "Cast int16->half of %d: not exact in this model", v);
         dst.ptr()[i].v = float(v);
     }
-    ascendc_sim::core().vector_ops++;
 }
 
 // Compare: half/float sources, uint8 bit-mask destination (little-endian bit order), count
@@ -614,6 +631,8 @@ inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& a, const Lo
     a.check_operand(count, "Compare");
     b.check_operand(count, "Compare");
     dst.check_operand(count / 8, "Compare destination");
+    ascendc_sim::instr(ascendc_sim::U_V, "Compare", {a.rd(count), b.rd(count), dst.wr(count / 8)});
+    ascendc_sim::count_vector(uint64_t(count) * sizeof(T));
     auto value = [](const T& x) -> float {
         if constexpr (std::is_same<T, half>::value) return x.v; else return x;
     };
@@ -634,7 +653,6 @@ inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& a, const Lo
         }
         dst.ptr()[i / 8] = U(byte);
     }
-    ascendc_sim::core().vector_ops++;
 }
 
 // Gather: dst[i] = element at byte offset srcOffset[i] + srcBaseAddr from the start of src.
@@ -647,15 +665,30 @@ inline void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const L
     dst.check_operand(count, "Gather destination");
     srcOffset.check_operand(count, "Gather offsets");
     src.check_operand(1, "Gather source");
+    uint64_t repeats = (uint64_t(count) * sizeof(T) + 255) / 256;
+    ENEC_SIM_CHECK(repeats <= 255, "R6: Gather of %u elements is %llu repeats (at most 255)", count,
+                   (unsigned long long)repeats);
+    // The source span actually read: from the lowest to the highest offset.
+    uint64_t lo = UINT64_MAX, hi = 0;
     for (uint32_t i = 0; i < count; i++) {
         uint64_t at = uint64_t(srcOffset.ptr()[i]) + srcBaseAddr;
         ENEC_SIM_CHECK(at % sizeof(T) == 0, "Gather: offset %llu not aligned to the element size",
                        (unsigned long long)at);
         ENEC_SIM_CHECK(at / sizeof(T) < src.GetSize(), "Gather: offset %llu past the source's %u elements",
                        (unsigned long long)at, src.GetSize());
-        std::memcpy(dst.addr() + i * sizeof(T), src.addr() + at, sizeof(T));
+        lo = at < lo ? at : lo;
+        hi = at > hi ? at : hi;
     }
-    ascendc_sim::core().vector_ops++;
+    ascendc_sim::Access read = src.rd(0);
+    read.at += lo;
+    read.bytes = hi + sizeof(T) - lo;
+    ascendc_sim::instr(ascendc_sim::U_V, "Gather", {read, srcOffset.rd(count), dst.wr(count)});
+    ascendc_sim::count_vector(uint64_t(count) * sizeof(T));
+    // Through a copy: dst may overlap src.
+    std::vector<T> got(count);
+    for (uint32_t i = 0; i < count; i++)
+        std::memcpy(&got[i], src.addr() + uint64_t(srcOffset.ptr()[i]) + srcBaseAddr, sizeof(T));
+    std::memcpy(dst.addr(), got.data(), count * sizeof(T));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -7,7 +7,13 @@
 //   sim_driver encode DTYPE(1|2|3) FRAME_LOG2 CODING(0 auto|1 groups|2 ranked) CHECKSUMS(0|1) IN OUT [BLOCKS]
 //
 // Exit status 0 on success; 1 with a message on a decode error (per-frame status) or bad input;
-// the model itself aborts (SIGABRT) with "ascendc-sim: misuse: ..." if a kernel breaks an API rule.
+// 3 if the model saw hazards (rules R1-R3 of sim_engine.h; ENEC_SIM_HAZARDS=report makes them
+// non-fatal, =abort stops at the first); the model itself aborts (SIGABRT) with
+// "ascendc-sim: misuse: ..." if a kernel breaks an API rule.
+//
+// On stderr, after the run, one line of counters (R7) that ffi/ascendc/check.sh turns into costs:
+//   ascendc-sim: stats <decode|encode> elements N tiles T hazards H r1 .. r2 .. r3 .. vector_instr .. vector_repeats ..
+//   dma_ops .. dma_bytes .. scalar_ub .. scalar_gm .. pipe_all .. flag_pairs .. ub_peak ..
 //
 // Build (what tests/ascendc.rs does):
 //   c++ -std=c++17 -O2 -I ffi/ascendc/sim -I ffi/ascendc/kernel ffi/ascendc/sim/sim_driver.cpp -o sim_driver
@@ -38,6 +44,34 @@ struct GmBuffer {
     GmBuffer& operator=(const GmBuffer&) = delete;
 };
 
+// Tiles of TILE elements over every frame (the unit of "per tile" counts).
+uint64_t tiles_of(uint64_t elements, uint32_t frameLog2) {
+    uint64_t frame = uint64_t(1) << frameLog2, full = elements / frame, rest = elements % frame;
+    return full * ((frame + enec::TILE - 1) / enec::TILE) + (rest + enec::TILE - 1) / enec::TILE;
+}
+
+// Prints the counters; turns hazards into exit status 3 unless ENEC_SIM_HAZARDS=report.
+int report(const char* what, uint64_t elements, uint32_t frameLog2, int rc) {
+    const ascendc_sim::Stats& s = ascendc_sim::stats();
+    std::fprintf(stderr,
+                 "ascendc-sim: stats %s elements %llu tiles %llu hazards %llu r1 %llu r2 %llu r3 %llu vector_instr %llu vector_repeats %llu "
+                 "dma_ops %llu dma_bytes %llu scalar_ub %llu scalar_gm %llu pipe_all %llu flag_pairs %llu "
+                 "ub_peak %u\n",
+                 what, (unsigned long long)elements, (unsigned long long)tiles_of(elements, frameLog2),
+                 (unsigned long long)s.hazards, (unsigned long long)s.by_rule[1], (unsigned long long)s.by_rule[2],
+                 (unsigned long long)s.by_rule[3], (unsigned long long)s.vector_instr,
+                 (unsigned long long)s.vector_repeats, (unsigned long long)s.dma_ops, (unsigned long long)s.dma_bytes,
+                 (unsigned long long)s.scalar_ub, (unsigned long long)s.scalar_gm, (unsigned long long)s.pipe_all,
+                 (unsigned long long)s.flag_pairs, ascendc_sim::world().ub_peak);
+    const char* policy = std::getenv("ENEC_SIM_HAZARDS");
+    if (s.hazards > 0 && !(policy && std::string(policy) == "report")) {
+        std::fprintf(stderr, "ascendc-sim: %s: %llu hazards (rules R1-R3): failing\n", what,
+                     (unsigned long long)s.hazards);
+        return rc != 0 ? rc : 3;
+    }
+    return rc;
+}
+
 std::vector<uint8_t> read_file(const char* path) {
     FILE* f = std::fopen(path, "rb");
     if (!f) { std::fprintf(stderr, "cannot open %s\n", path); std::exit(1); }
@@ -66,7 +100,7 @@ int decode(const char* in, const char* out, uint32_t blocks) {
         return 1;
     }
     size_t outBytes = info.elementCount * info.elementBytes();
-    if (info.frameCount == 0) { write_file(out, nullptr, 0); return 0; }
+    if (info.frameCount == 0) { write_file(out, nullptr, 0); return report("decode", 0, info.frameLog2, 0); }
     GmBuffer streamGm(stream.size()), offsetsGm(offsets.size() * 8), outGm(outBytes), statusGm(info.frameCount * 4);
     std::memcpy(streamGm.p, stream.data(), stream.size());  // aclrtMemcpy host -> device
     std::memcpy(offsetsGm.p, offsets.data(), offsets.size() * 8);
@@ -82,9 +116,7 @@ int decode(const char* in, const char* out, uint32_t blocks) {
         }
     }
     if (rc == 0) write_file(out, outGm.p, outBytes);
-    std::fprintf(stderr, "ascendc-sim: decode: %u frames on %u blocks, UB peak %u of %u bytes\n", info.frameCount,
-                 blocks, ascendc_sim::core().peak, ascendc_sim::UB_BYTES);
-    return rc;
+    return report("decode", info.elementCount, info.frameLog2, rc);
 }
 
 int encode(uint32_t dtype, uint32_t frameLog2, uint32_t coding, uint32_t checksums, const char* in, const char* out,
@@ -121,9 +153,7 @@ int encode(uint32_t dtype, uint32_t frameLog2, uint32_t coding, uint32_t checksu
         ascendc_sim::launch(blocks, [&] { enec_concat(slotsGm.p, sizesGm.p, offsetsGm.p, streamGm.p, ct); });
     }
     write_file(out, streamGm.p, total);
-    std::fprintf(stderr, "ascendc-sim: encode: %u frames on %u blocks, UB peak %u of %u bytes\n", frames, blocks,
-                 ascendc_sim::core().peak, ascendc_sim::UB_BYTES);
-    return 0;
+    return report("encode", elements, frameLog2, 0);
 }
 
 }  // namespace
