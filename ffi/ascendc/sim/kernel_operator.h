@@ -719,14 +719,16 @@ void reduce(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTen
     ENEC_SIM_CHECK(count > 0, "%s with count %d", what, count);
     src.check_operand(count, what);
     dst.check_operand(calIndex ? 2 : 1, what);
-    work.check_operand(1, what);
+    work.check_operand(count, what);
+    // The scratch use is not documented element by element: all of it counts as written.
+    ascendc_sim::instr(ascendc_sim::U_V, what, {src.rd(count), work.wr(count), dst.wr(calIndex ? 2 : 1)});
+    ascendc_sim::count_vector(uint64_t(count) * sizeof(T));
     int32_t at = 0;
     for (int32_t i = 1; i < count; i++)
         if (better(float(src.ptr()[i]), float(src.ptr()[at]))) at = i;
     T best = src.ptr()[at];
     dst.ptr()[0] = best;
     if (calIndex) dst.ptr()[1] = T(float(at));
-    ascendc_sim::core().vector_ops++;
 }
 }  // namespace sim_detail
 
@@ -770,14 +772,20 @@ inline void GatherMask(const LocalTensor<T>& dst, const LocalTensor<T>& src0, co
     src0.check_operand(mask, "GatherMask src0");
     src1Pattern.check_operand((mask + 8 * sizeof(U) - 1) / (8 * sizeof(U)), "GatherMask pattern");
     dst.check_operand(1, "GatherMask dst");
+    uint32_t patternElems = (mask + 8 * sizeof(U) - 1) / (8 * sizeof(U));
     const uint8_t* bits = reinterpret_cast<const uint8_t*>(src1Pattern.ptr());
     std::vector<T> kept;
     for (uint32_t i = 0; i < mask; i++)
         if ((bits[i / 8] >> (i % 8)) & 1) kept.push_back(src0.ptr()[i]);
     if (!kept.empty()) dst.check_operand(kept.size(), "GatherMask dst");
+    ascendc_sim::instr(ascendc_sim::U_V, "GatherMask",
+                       {src0.rd(mask), src1Pattern.rd(patternElems), dst.wr(kept.size())});
+    ascendc_sim::count_vector(uint64_t(mask) * sizeof(T));
     std::memcpy(dst.addr(), kept.data(), kept.size() * sizeof(T));
+    // rsvdCnt is read from the vector unit: the scalar unit waits for this instruction.
+    ascendc_sim::Core& c = ascendc_sim::core();
+    ascendc_sim::scalar_waits(c, ascendc_sim::U_V, c.clk[ascendc_sim::U_V].c[ascendc_sim::U_V]);
     rsvdCnt = kept.size();
-    ascendc_sim::core().vector_ops++;
 }
 
 // ---------------------------------------------------------------------------------------------
