@@ -181,9 +181,9 @@ private:
         groups = (elements + 15) / 16;
         bool wantGroups = tiling.coding != CODING_RANKED, wantRanked = tiling.coding != CODING_GROUPS;
 
-        // The previous frame's pass C read this core's workspace and wrote its slot; pass B is
-        // about to overwrite the workspace.
-        AscendC::PipeBarrier<PIPE_ALL>();
+        // No barrier against the previous frame: its last workspace read (MTE2) is ordered
+        // before its last copy-out (MTE3) through the queues (MTE2 -> V -> MTE3), and MTE3 runs
+        // in order, so this frame's staging (MTE3) comes after every one of those reads.
         frame_stats(wantGroups);
         uint32_t dead = mantissaOr == 0 ? dt.m : min_u32(uint32_t(AscendC::ScalarGetSFFValue<1>(mantissaOr)), dt.m);
 
@@ -220,7 +220,8 @@ private:
         }
         bool ok = SplitPlanes();
         // Pass B's workspace writes (MTE3) before pass C's reads (MTE2).
-        AscendC::PipeBarrier<PIPE_ALL>();
+        AscendC::SetFlag<AscendC::HardEvent::MTE3_MTE2>(0);
+        AscendC::WaitFlag<AscendC::HardEvent::MTE3_MTE2>(0);
         if (!ok) return 0;
         PackPlanes();
         return layout.bytes;
@@ -979,7 +980,9 @@ private:
 };
 
 // Moves each encoded frame from its slot to its place in the stream (offsets from the host's
-// prefix sum of the sizes), 8 KiB at a time through the Unified Buffer.
+// prefix sum of the sizes), 8 KiB at a time through the Unified Buffer: a VECIN -> VECOUT bound
+// queue orders each chunk's copy-in before its copy-out, and the copy-out before the buffer's
+// next copy-in; with two buffers, chunk i + 1 comes in while chunk i goes out.
 class KernelConcat {
 public:
     __aicore__ inline KernelConcat() {}
@@ -1012,7 +1015,7 @@ public:
 private:
     static constexpr uint32_t CHUNK = 8192;
     AscendC::TPipe pipe;
-    AscendC::TQue<TPosition::VECIN, BUFFER_NUM> que;
+    AscendC::TQueBind<TPosition::VECIN, TPosition::VECOUT, BUFFER_NUM> que;
     GlobalTensor<uint8_t> slotsGm, outGm;
     GlobalTensor<uint32_t> sizesGm;
     GlobalTensor<uint64_t> offsetsGm;
