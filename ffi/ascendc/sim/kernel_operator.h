@@ -584,6 +584,29 @@ inline void Sub(const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalT
 }
 
 template <class T>
+inline void Add(const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b, const int32_t& count) {
+    static_assert(sim_detail::one_of<T, int16_t, int32_t>(), "Add: integer forms on A2 are int16/int32");
+    sim_detail::binary_operands(dst, a, b, count, "Add");
+    for (int32_t i = 0; i < count; i++) {
+        int64_t r = int64_t(a.ptr()[i]) + int64_t(b.ptr()[i]);
+        ENEC_SIM_CHECK(r >= std::numeric_limits<T>::min() && r <= std::numeric_limits<T>::max(), "Add overflow");
+        dst.ptr()[i] = T(r);
+    }
+}
+
+// Muls: the product must fit the type (the documentation promises no wrap-around).
+template <class T>
+inline void Muls(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue, const int32_t& count) {
+    static_assert(sim_detail::one_of<T, int16_t, int32_t>(), "Muls: integer forms on A2 are int16/int32");
+    sim_detail::unary_operands(dst, src, count, "Muls");
+    for (int32_t i = 0; i < count; i++) {
+        int64_t r = int64_t(src.ptr()[i]) * int64_t(scalarValue);
+        ENEC_SIM_CHECK(r >= std::numeric_limits<T>::min() && r <= std::numeric_limits<T>::max(), "Muls overflow");
+        dst.ptr()[i] = T(r);
+    }
+}
+
+template <class T>
 inline void Adds(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue, const int32_t& count) {
     static_assert(sim_detail::one_of<T, int16_t, int32_t>(), "Adds: integer forms on A2 are int16/int32");
     sim_detail::unary_operands(dst, src, count, "Adds");
