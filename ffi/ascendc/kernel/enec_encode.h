@@ -7,7 +7,7 @@
 //      Compare + GatherMask count per exponent value present in the chunk (ReduceMin/ReduceMax
 //      give the chunk's range); the mantissa OR by Or accumulation; the per-group exponent
 //      ranges by element-wise Min/Max (interleaved groups: group t of row r is element
-//      r * G + t, so a row is G contiguous groups); h32 of the input (H32, enec_common.h).
+//      r * G + t, so a row is G contiguous groups); h32 of the input (H32Vector).
 //   then the parameter choice (choose_ranked / the groups search / stored), scalar, exactly as
 //   FORMAT.md section 7: the groups search counts unflagged groups with Compare + GatherMask;
 //   B. split into planes, vector: residuals and element-indexed codes by shifts, ranks by Gather,
@@ -22,6 +22,7 @@
 #pragma once
 
 #include "enec_common.h"
+#include "enec_h32_vector.h"
 
 namespace enec {
 
@@ -130,10 +131,12 @@ public:
         pipe.InitBuffer(flagMaskBuf, MAX_GROUPS / 8);
         pipe.InitBuffer(packTmpBuf, TILE * sizeof(uint16_t));
         pipe.InitBuffer(scratchBuf, MAX_GROUPS * sizeof(uint16_t));  // GatherMask output when only its count counts
+        pipe.InitBuffer(h32Buf, H32Vector::UB_BYTES);
 
         ilv = ilvBuf.Get<uint32_t>();
         dlv = dlvBuf.Get<uint32_t>();
         build_offsets(ilv, dlv);
+        hash.setup(h32Buf.Get<int32_t>());
         AscendC::Duplicate(wideBuf.Get<uint16_t>()[TILE], uint16_t(0), int32_t(TILE));
     }
 
@@ -955,7 +958,7 @@ private:
     AscendC::TQue<TPosition::VECOUT, BUFFER_NUM> outQue;
     AscendC::TBuf<TPosition::VECCALC> xBuf, xhBuf, rankBuf, wideBuf, wordBuf, offsBuf, ilvBuf, dlvBuf, cmpBuf, maskBuf,
         accBuf, histBuf, reduceBuf, reduceWorkBuf, rankTabBuf, byteBuf, sizeBuf, rangeBuf, rangeHalfBuf, flagMaskBuf,
-        packTmpBuf, scratchBuf;
+        packTmpBuf, scratchBuf, h32Buf;
     LocalTensor<uint32_t> ilv, dlv;
     GlobalTensor<uint8_t> inGm, slotsGm, headerGm, frameGm;
     GlobalTensor<uint16_t> wsGm, frameWords;
@@ -968,7 +971,7 @@ private:
     bool rangesInStats = false, splitOk = true;
     Params params;
     Layout layout;
-    H32 hash;
+    H32Vector hash;
     // Per-frame scalar state of the parameter choice (registers / stack, not UB).
     uint32_t present = 0;
     uint8_t order[256];
