@@ -107,13 +107,19 @@ fn scratch(name: &str) -> PathBuf {
     work_dir().join(format!("{}-{n}-{name}", std::process::id()))
 }
 
-fn run(args: &[&str]) -> Result<(), String> {
+/// Runs the driver; on success returns its `ascendc-sim: stats ...` line (the model's counters).
+fn run(args: &[&str]) -> Result<String, String> {
     let out = Command::new(driver())
         .args(args)
         .output()
         .expect("run sim_driver");
     if out.status.success() {
-        Ok(())
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        Ok(stderr
+            .lines()
+            .find(|l| l.starts_with("ascendc-sim: stats "))
+            .unwrap_or_default()
+            .to_string())
     } else {
         Err(format!(
             "sim_driver {args:?} failed ({}): {}",
@@ -148,6 +154,11 @@ fn rust_encode(options: &EncodeOptions, input: &[u8]) -> Vec<u8> {
 
 /// The AscendC decoder (on the model) applied to `stream`.
 fn ascendc_decode(stream: &[u8], blocks: u32) -> Result<Vec<u8>, String> {
+    ascendc_decode_stats(stream, blocks).map(|(data, _)| data)
+}
+
+/// The decoded bytes and the model's counters.
+fn ascendc_decode_stats(stream: &[u8], blocks: u32) -> Result<(Vec<u8>, String), String> {
     let (s, o) = (scratch("stream.enec"), scratch("decoded.bin"));
     std::fs::write(&s, stream).unwrap();
     let r = run(&[
@@ -156,7 +167,7 @@ fn ascendc_decode(stream: &[u8], blocks: u32) -> Result<Vec<u8>, String> {
         o.to_str().unwrap(),
         &blocks.to_string(),
     ]);
-    let data = r.map(|()| std::fs::read(&o).unwrap());
+    let data = r.map(|stats| (std::fs::read(&o).unwrap(), stats));
     let _ = std::fs::remove_file(&s);
     let _ = std::fs::remove_file(&o);
     data
@@ -164,6 +175,15 @@ fn ascendc_decode(stream: &[u8], blocks: u32) -> Result<Vec<u8>, String> {
 
 /// The AscendC encoder (on the model) applied to `input`.
 fn ascendc_encode(options: &EncodeOptions, input: &[u8], blocks: u32) -> Result<Vec<u8>, String> {
+    ascendc_encode_stats(options, input, blocks).map(|(data, _)| data)
+}
+
+/// The stream and the model's counters.
+fn ascendc_encode_stats(
+    options: &EncodeOptions,
+    input: &[u8],
+    blocks: u32,
+) -> Result<(Vec<u8>, String), String> {
     let (i, o) = (scratch("input.bin"), scratch("encoded.enec"));
     std::fs::write(&i, input).unwrap();
     let r = run(&[
@@ -176,15 +196,23 @@ fn ascendc_encode(options: &EncodeOptions, input: &[u8], blocks: u32) -> Result<
         o.to_str().unwrap(),
         &blocks.to_string(),
     ]);
-    let data = r.map(|()| std::fs::read(&o).unwrap());
+    let data = r.map(|stats| (std::fs::read(&o).unwrap(), stats));
     let _ = std::fs::remove_file(&i);
     let _ = std::fs::remove_file(&o);
     data
 }
 
-/// Both directions on one input; returns a description of the first mismatch.
+/// Both directions on one input on 3 blocks; returns a description of the first mismatch.
 fn cross_check(what: &str, options: &EncodeOptions, input: &[u8]) -> Result<(), String> {
-    let blocks = 3;
+    cross_check_on(what, options, input, 3)
+}
+
+fn cross_check_on(
+    what: &str,
+    options: &EncodeOptions,
+    input: &[u8],
+    blocks: u32,
+) -> Result<(), String> {
     let rust_stream = rust_encode(options, input);
     let decoded = ascendc_decode(&rust_stream, blocks)?;
     if decoded != input {
@@ -412,6 +440,70 @@ fn ascendc_minilm_slice() {
         }
     }
     check_all(cases);
+}
+
+/// Hazard-free and byte-exact on 1 and 48 blocks, at both frame-length extremes.
+#[test]
+fn ascendc_blocks_and_frame_lengths() {
+    let mut rng = Rng(0x5EED_0048);
+    let mut failures = Vec::new();
+    for (log2, frames) in [(10u8, 100usize), (16, 3)] {
+        let values = weights(&mut rng, (frames << log2) - 77);
+        for dtype in Dtype::ALL {
+            let codings: &[Coding] = if dtype == Dtype::Bf16 {
+                &CODINGS
+            } else {
+                &[Coding::Auto]
+            };
+            for &coding in codings {
+                for blocks in [1, 48] {
+                    let what = format!("{dtype:?} {coding:?} 2^{log2} on {blocks} blocks");
+                    let input = as_bytes(dtype, &values);
+                    if let Err(e) =
+                        cross_check_on(&what, &options(dtype, log2, coding, true), &input, blocks)
+                    {
+                        failures.push(e);
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The whole MiniLM slice in each dtype, both directions on 8 blocks, with the model's counters
+/// appended to the file named by `ENEC_ASCENDC_COSTS` (one `DTYPE <stats line>` per run), which
+/// `ffi/ascendc/check.sh` turns into the cost report.
+#[test]
+fn ascendc_minilm_costs() {
+    let raw = std::fs::read(repo().join("tests/data/minilm-slice.f32.bin")).expect("MiniLM slice");
+    let values: Vec<f32> = raw
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    let mut report = String::new();
+    for dtype in Dtype::ALL {
+        let name = format!("{dtype:?}").to_lowercase();
+        let input = as_bytes(dtype, &values);
+        let options = options(dtype, 14, Coding::Auto, true);
+        let rust_stream = rust_encode(&options, &input);
+        let (stream, stats) = ascendc_encode_stats(&options, &input, 8).unwrap();
+        assert!(
+            stream == rust_stream,
+            "MiniLM {name}: AscendC stream differs from Rust's"
+        );
+        report += &format!("{name} {stats}\n");
+        let (decoded, stats) = ascendc_decode_stats(&rust_stream, 8).unwrap();
+        assert!(
+            decoded == input,
+            "MiniLM {name}: AscendC decoder output differs"
+        );
+        report += &format!("{name} {stats}\n");
+    }
+    eprint!("{report}");
+    if let Ok(path) = std::env::var("ENEC_ASCENDC_COSTS") {
+        std::fs::write(path, report).expect("write the cost counters");
+    }
 }
 
 #[test]

@@ -19,6 +19,15 @@ constexpr uint32_t MAX_GROUPS = 4096;     // 65,536 / 16
 constexpr uint32_t HEADER_BYTES = 32;
 constexpr uint32_t TABLE_SLOTS = 512;     // symbol / rank table, zero padded past 2^E
 
+// Orders the earlier instructions of event E's source pipe before the later ones of its
+// destination pipe (a SetFlag/WaitFlag pair): the targeted replacement for PipeBarrier<PIPE_ALL>.
+template <AscendC::HardEvent E>
+__aicore__ inline void sync_pipes() {
+    AscendC::TEventID id = AscendC::GetTPipePtr()->FetchEventID(E);
+    AscendC::SetFlag<E>(id);
+    AscendC::WaitFlag<E>(id);
+}
+
 __aicore__ inline uint32_t pad32(uint32_t x) { return (x + 31u) & ~31u; }
 __aicore__ inline uint32_t round_up(uint32_t x, uint32_t m) { return (x + m - 1) / m * m; }
 __aicore__ inline uint32_t min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
@@ -148,7 +157,8 @@ __aicore__ inline Layout frame_layout(const Dtype& d, uint32_t elements, const P
 
 // ---------------------------------------------------------------------------------------------
 // h32 (src/checksum.rs), scalar: XXH32 rounds in 32 lanes over 128-byte blocks.
-// Scalar because the 32-bit wrapping multiply is not an A2 vector operation.
+// Scalar because the documentation promises no wrapping 32-bit vector multiply; one built from
+// exact 8x16-bit products would take more vector instructions per 128-byte block than this loop.
 // ---------------------------------------------------------------------------------------------
 
 constexpr uint32_t P1 = 0x9E3779B1u, P2 = 0x85EBCA77u, P3 = 0xC2B2AE3Du, P4 = 0x27D4EB2Fu, P5 = 0x165667B1u;
@@ -162,13 +172,17 @@ struct H32 {
         for (uint32_t j = 0; j < 32; j++) acc[j] = P5 + j;
         len = 0;
     }
-    // Feeds `n` bytes; every call but the last must feed a multiple of 128 bytes.
+    // Feeds `n` bytes; every call but the last must feed a multiple of 128 bytes. Two lanes per
+    // scalar load (64-bit words, little-endian: the low half is the even lane).
     __aicore__ inline void feed(const LocalTensor<uint8_t>& bytes, uint32_t n) {
-        LocalTensor<uint32_t> words = bytes.ReinterpretCast<uint32_t>();
+        LocalTensor<uint64_t> pairs = bytes.ReinterpretCast<uint64_t>();
         uint32_t full = n / 128;
         for (uint32_t b = 0; b < full; b++)
-            for (uint32_t j = 0; j < 32; j++)
-                acc[j] = rotl32(acc[j] + words.GetValue(b * 32 + j) * P2, 13) * P1;
+            for (uint32_t j = 0; j < 32; j += 2) {
+                uint64_t w = pairs.GetValue(b * 16 + j / 2);
+                acc[j] = rotl32(acc[j] + uint32_t(w) * P2, 13) * P1;
+                acc[j + 1] = rotl32(acc[j + 1] + uint32_t(w >> 32) * P2, 13) * P1;
+            }
         uint32_t rest = n - full * 128;
         if (rest != 0) {
             for (uint32_t j = 0; j < 32; j++) {
@@ -257,6 +271,18 @@ __aicore__ inline uint32_t parse_frame_header(const LocalTensor<uint8_t>& b, con
     return ENEC_FRAME_OK;
 }
 
+// dst[i] = value through the 32-byte UB buffer `word` and a DMA write. Per-frame words (decode
+// status, encode sizes) written by different cores share cache lines, so a scalar GM write
+// (through the data cache, which writes whole lines back) could undo another core's word.
+__aicore__ inline void store_word(const GlobalTensor<uint32_t>& dst, uint32_t i, const LocalTensor<uint32_t>& word,
+                                  uint32_t value) {
+    sync_pipes<AscendC::HardEvent::MTE3_S>();  // the previous word has left
+    word.SetValue(0, value);
+    sync_pipes<AscendC::HardEvent::S_MTE3>();
+    AscendC::DataCopyExtParams copy(1, sizeof(uint32_t), 0, 0, 0);
+    AscendC::DataCopyPad(dst[i], word, copy);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Vector building blocks shared by both kernels
 // ---------------------------------------------------------------------------------------------
@@ -278,18 +304,77 @@ __aicore__ inline void keep_low_bits32(const LocalTensor<uint32_t>& v, uint32_t 
     AscendC::ShiftRight(v, v, uint32_t(32 - bits), int32_t(n));
 }
 
-// Gather offset tables, built once per core (scalar, 3 * TILE entries):
+// Gather offset tables, built once per core by vector ops (2 * TILE entries each):
 //   ilv[k]        interleave: lane k of a u32 array viewed as u16 takes lane k/2 of the low source
-//                 (bytes 0..2*TILE) for even k and of the high source (bytes 2*TILE..) for odd k;
+//                 (bytes 0..2*TILE) for even k and of the high source (bytes 2*TILE..) for odd k:
+//                 ilv[k] = k + (k & 1) * (2 * TILE - 1);
 //   dlv[i]        deinterleave even: u16 lane 2i of a u32 array (its low half);
 //   dlv[TILE + i] deinterleave odd: u16 lane 2i + 1 (its high half).
 __aicore__ inline void build_offsets(const LocalTensor<uint32_t>& ilv, const LocalTensor<uint32_t>& dlv) {
-    for (uint32_t k = 0; k < 2 * TILE; k++) ilv.SetValue(k, (k & 1) ? (TILE + k / 2) * 2 : (k / 2) * 2);
-    for (uint32_t i = 0; i < TILE; i++) {
-        dlv.SetValue(i, 4 * i);
-        dlv.SetValue(TILE + i, 4 * i + 2);
-    }
+    static_assert(TILE == 1024, "ilv's shift assumes 2 * TILE = 2^11");
+    LocalTensor<int32_t> k = ilv.ReinterpretCast<int32_t>(), odd = dlv.ReinterpretCast<int32_t>();
+    AscendC::CreateVecIndex(k, int32_t(0), 2 * TILE);
+    AscendC::Duplicate(odd, int32_t(1), int32_t(2 * TILE));  // dlv is scratch until its own turn
+    AscendC::And(odd.ReinterpretCast<uint16_t>(), k.ReinterpretCast<uint16_t>(), odd.ReinterpretCast<uint16_t>(),
+                 int32_t(4 * TILE));  // k & 1 (bitwise on the u16 halves of each lane)
+    AscendC::Sub(k, k, odd, int32_t(2 * TILE));
+    AscendC::ShiftLeft(odd, odd, int32_t(11), int32_t(2 * TILE));
+    AscendC::Add(k, k, odd, int32_t(2 * TILE));
+    LocalTensor<int32_t> d = dlv.ReinterpretCast<int32_t>();
+    AscendC::CreateVecIndex(d, int32_t(0), TILE);
+    AscendC::ShiftLeft(d, d, int32_t(2), int32_t(TILE));
+    AscendC::Adds(d[TILE], d, int32_t(2), int32_t(TILE));
 }
+
+// Prefix sums on the vector unit (Hillis-Steele, log2(n) steps of one Add): A2 has no scan
+// instruction for 16-bit integers. The two ping-pong buffers hold 16 zero lanes before the data,
+// so the lanes before the start read zeros; shifts by 1, 2, 4, 8 lanes are Gathers (an operand
+// may not start off a 32-byte boundary), shifts by 16 and more are plain offset operands.
+struct Scan {
+    static constexpr uint32_t LEAD = 16;
+    LocalTensor<int16_t> a, b;        // LEAD + TILE lanes each
+    LocalTensor<int16_t> shifted;     // TILE lanes
+    LocalTensor<uint32_t> offsets;    // 4 * TILE: offsets[k * TILE + q] = byte offset of lane q - 2^k
+
+    // Buffers: `ping`, `pong` of (LEAD + TILE) int16, `tmp` of TILE int16, `offs` of 4 * TILE u32.
+    __aicore__ inline void init(const LocalTensor<int16_t>& ping, const LocalTensor<int16_t>& pong,
+                                const LocalTensor<int16_t>& tmp, const LocalTensor<uint32_t>& offs) {
+        a = ping;
+        b = pong;
+        shifted = tmp;
+        offsets = offs;
+        AscendC::Duplicate(a, int16_t(0), int32_t(LEAD));
+        AscendC::Duplicate(b, int16_t(0), int32_t(LEAD));
+        for (uint32_t k = 0; k < 4; k++) {
+            LocalTensor<int32_t> o = offs[k * TILE].ReinterpretCast<int32_t>();
+            AscendC::CreateVecIndex(o, int32_t(LEAD - (1u << k)), TILE);
+            AscendC::ShiftLeft(o, o, int32_t(1), int32_t(TILE));
+        }
+    }
+
+    // Inclusive prefix sums of e[0..n) (non-negative, total < 2^15), n <= TILE. Returns the view
+    // holding them; a scalar read of lane n - 1 (after a V -> S sync) is the total.
+    __aicore__ inline LocalTensor<int16_t> inclusive(const LocalTensor<int16_t>& e, uint32_t n) {
+        LocalTensor<int16_t> src = a, dst = b;
+        AscendC::Adds(src[LEAD], e, int16_t(0), int32_t(n));
+        uint32_t d = 1;
+        for (uint32_t k = 0; k < 4 && d < n; k++, d <<= 1) {
+            AscendC::Gather(shifted, src, offsets[k * TILE], uint32_t(0), n);
+            AscendC::Add(dst[LEAD], src[LEAD], shifted, int32_t(n));
+            LocalTensor<int16_t> t = src;
+            src = dst;
+            dst = t;
+        }
+        for (; d < n; d <<= 1) {
+            AscendC::Add(dst[LEAD + d], src[LEAD + d], src[LEAD], int32_t(n - d));
+            AscendC::Adds(dst[LEAD], src[LEAD], int16_t(0), int32_t(d));
+            LocalTensor<int16_t> t = src;
+            src = dst;
+            dst = t;
+        }
+        return src[LEAD];
+    }
+};
 
 // u32 lanes from two u16 arrays: dst[i] = hi[i] << 16 | lo[i], where `pair` holds lo at lanes
 // 0..TILE and hi at lanes TILE..2*TILE. With hi = zeros this is the u16 -> u32 widening.
@@ -308,7 +393,7 @@ __aicore__ inline uint32_t build_mask(const LocalTensor<uint16_t>& v, uint32_t n
     AscendC::Cast(hv, v.ReinterpretCast<int16_t>(), AscendC::RoundMode::CAST_NONE, n128);
     AscendC::Duplicate(hc, half(float(value)), int32_t(n128));
     AscendC::Compare(mask, hv, hc, mode, n128);
-    AscendC::PipeBarrier<PIPE_ALL>();  // vector -> scalar
+    sync_pipes<AscendC::HardEvent::V_S>();
     LocalTensor<uint64_t> words = mask.ReinterpretCast<uint64_t>();
     uint32_t count = 0;
     for (uint32_t w = 0; w * 64 < n; w++) {

@@ -25,23 +25,32 @@ public:
 
         pipe.InitBuffer(inQue, BUFFER_NUM, RUN_WORDS * sizeof(uint16_t));
         pipe.InitBuffer(outQue, BUFFER_NUM, TILE * sizeof(uint32_t));
+        pipe.InitBuffer(passQue, BUFFER_NUM, TILE * sizeof(uint32_t));
+        pipe.InitBuffer(statusBuf, 32);
         pipe.InitBuffer(headerBuf, HEADER_BYTES + 256);
         pipe.InitBuffer(tableBuf, TABLE_SLOTS * sizeof(uint16_t));
         pipe.InitBuffer(pairBuf, 2 * TILE * sizeof(uint16_t));   // residual lo | hi
         pipe.InitBuffer(xBuf, TILE * sizeof(uint16_t));          // codes, then exponents
         pipe.InitBuffer(wideBuf, 2 * TILE * sizeof(uint16_t));   // widening scratch | zeros
-        pipe.InitBuffer(levelBuf, MAX_LEVELS * TILE * sizeof(uint16_t));
+        pipe.InitBuffer(levelBuf, (MAX_LEVELS * TILE + 16) * sizeof(uint16_t));  // + the lane past a full level
         pipe.InitBuffer(spanBuf, RUN_WORDS * sizeof(uint16_t));
         pipe.InitBuffer(offsBuf, TILE * sizeof(uint32_t));
         pipe.InitBuffer(wordBuf, TILE * sizeof(uint32_t));
         pipe.InitBuffer(ilvBuf, 2 * TILE * sizeof(uint32_t));
         pipe.InitBuffer(dlvBuf, 2 * TILE * sizeof(uint32_t));
-        pipe.InitBuffer(halfBuf, 2 * TILE * sizeof(half));
-        pipe.InitBuffer(maskBuf, MAX_LEVELS * TILE / 8);
-        pipe.InitBuffer(groupBuf, 3 * (MAX_GROUPS + 16) * sizeof(uint16_t));
+        pipe.InitBuffer(flagBuf, (MAX_GROUPS + 16) * sizeof(uint16_t));
+        pipe.InitBuffer(escBuf, MAX_LEVELS * TILE * sizeof(int16_t));     // escape / flag lanes, 0 or 1
+        pipe.InitBuffer(rankBuf, MAX_LEVELS * TILE * sizeof(int16_t));    // their exclusive prefix sums
+        pipe.InitBuffer(scanBuf, (2 * (Scan::LEAD + TILE) + TILE) * sizeof(int16_t));
+        pipe.InitBuffer(scanOffsBuf, 4 * TILE * sizeof(uint32_t));
+        pipe.InitBuffer(iotaBuf, TILE * sizeof(int32_t));
+        pipe.InitBuffer(modBuf, 2 * TILE * sizeof(int32_t));
 
         ilv = ilvBuf.Get<uint32_t>();
         build_offsets(ilv, dlvBuf.Get<uint32_t>());
+        LocalTensor<int16_t> sb = scanBuf.Get<int16_t>();
+        scan.init(sb, sb[Scan::LEAD + TILE], sb[2 * (Scan::LEAD + TILE)], scanOffsBuf.Get<uint32_t>());
+        AscendC::CreateVecIndex(iotaBuf.Get<int32_t>(), int32_t(0), TILE);
         LocalTensor<uint16_t> wide = wideBuf.Get<uint16_t>();
         AscendC::Duplicate(wide[TILE], uint16_t(0), int32_t(TILE));
     }
@@ -49,7 +58,7 @@ public:
     __aicore__ inline void Process() {
         for (uint32_t f = uint32_t(AscendC::GetBlockIdx()); f < tiling.frameCount;
              f += uint32_t(AscendC::GetBlockNum())) {
-            statusGm.SetValue(f, DecodeFrame(f));
+            store_word(statusGm, f, statusBuf.Get<uint32_t>(), DecodeFrame(f));
         }
     }
 
@@ -65,7 +74,7 @@ private:
 
         LocalTensor<uint8_t> header = headerBuf.Get<uint8_t>();
         AscendC::DataCopy(header, streamGm[frameOff], HEADER_BYTES);
-        AscendC::PipeBarrier<PIPE_ALL>();  // MTE2 -> scalar
+        sync_pipes<AscendC::HardEvent::MTE2_S>();
         uint32_t frameBytes = 0, checksum = 0;
         uint32_t st = parse_frame_header(header, dt, elements, params, frameBytes, checksum);
         if (st != ENEC_FRAME_OK) return st;
@@ -89,44 +98,58 @@ private:
         return ENEC_FRAME_OK;
     }
 
+    // Stored frames move GM -> UB -> GM through a VECIN -> VECOUT queue (MTE2 fills, MTE3
+    // drains); the scalar unit reads the tile for the checksum in between.
     __aicore__ inline void DecodeStored() {
         for (uint32_t s = 0; s < elements; s += TILE) {
             uint32_t len = min_u32(TILE, elements - s);
             uint32_t bytes = len * dt.eb;
-            LocalTensor<uint8_t> tile = outQue.AllocTensor<uint8_t>();
+            LocalTensor<uint8_t> tile = passQue.AllocTensor<uint8_t>();
             CopyBytesIn(tile, frameGm[HEADER_BYTES + s * dt.eb], bytes);
-            AscendC::PipeBarrier<PIPE_ALL>();
-            hash.feed(tile, bytes);
-            outQue.EnQue(tile);
-            CopyOut(s, bytes);
+            if (tiling.checksums != 0) {
+                sync_pipes<AscendC::HardEvent::MTE2_S>();
+                hash.feed(tile, bytes);
+            }
+            passQue.EnQue(tile);
+            CopyOut(passQue, s, bytes);
         }
     }
 
-    // read_ranked (src/frame.rs). Per tile: level-1 codes by vector unpack; escapes counted with a
-    // Compare mask; the compacted entries of the deeper levels unpacked by vector; symbols looked
-    // up with Gather; escaped entries patched from the next level by walking the mask's set bits
-    // (scalar: A2 has no vector "expand"); merged with the residual by vector ops.
+    // read_ranked (src/frame.rs). Per tile: level-1 codes by vector unpack; escape lanes and their
+    // ranks by vector prefix sums (one scalar read of the count per level); the compacted entries
+    // of the deeper levels unpacked by vector; symbols looked up with Gather; escaped entries
+    // replaced by the next level's entry at their rank (Expand); merged with the residual.
     __aicore__ inline uint32_t DecodeRanked() {
         uint32_t s[MAX_LEVELS + 1];
         rank_starts(params, s);
         // Symbol table: T bytes at offset 32, widened to u16 entries (scalar, at most 256).
         LocalTensor<uint8_t> raw = headerBuf.Get<uint8_t>()[HEADER_BYTES];
         LocalTensor<uint16_t> table = tableBuf.Get<uint16_t>();
+        AscendC::Duplicate(table, uint16_t(0), int32_t(TABLE_SLOTS));
         if (layout.tableLen > 0) {
             AscendC::DataCopy(raw, frameGm[layout.tableAt], pad32(layout.tableLen));
-            AscendC::PipeBarrier<PIPE_ALL>();
-        }
-        for (uint32_t r = 0; r < TABLE_SLOTS; r++) {
-            uint32_t x = r < layout.tableLen ? raw.GetValue(r) : 0;
-            if ((x >> dt.e) != 0) return ENEC_FRAME_CORRUPT;  // symbol table entry exceeds E
-            table.SetValue(r, uint16_t(x));
+            if (dt.e < 8) {  // entries must fit E bits (8-bit exponents: every byte does)
+                sync_pipes<AscendC::HardEvent::MTE2_S>();
+                for (uint32_t r = 0; r < layout.tableLen; r++)
+                    if ((uint32_t(raw.GetValue(r)) >> dt.e) != 0) return ENEC_FRAME_CORRUPT;
+            }
+            // Bytes to u16 entries: low and high bytes of each u16 word, then interleaved.
+            sync_pipes<AscendC::HardEvent::MTE2_V>();
+            uint32_t words = pad32(layout.tableLen) / 2;
+            LocalTensor<uint16_t> w = raw.ReinterpretCast<uint16_t>();
+            LocalTensor<uint16_t> pair = pairBuf.Get<uint16_t>();
+            AscendC::ShiftLeft(pair, w, uint16_t(8), int32_t(words));
+            AscendC::ShiftRight(pair, pair, uint16_t(8), int32_t(words));
+            AscendC::ShiftRight(pair[TILE], w, uint16_t(8), int32_t(words));
+            // Entries from tableLen to the 32-byte padding hold padding bytes: only escape codes of
+            // the last level index them, and those lanes are replaced by Expand.
+            interleave(table.ReinterpretCast<uint32_t>(), pair, ilv, words);
         }
         uint32_t levels = params.levels;
         uint32_t cursor[MAX_LEVELS + 1] = {0, 0, 0, 0};
         LocalTensor<uint16_t> pair = pairBuf.Get<uint16_t>();
         LocalTensor<uint16_t> codes = xBuf.Get<uint16_t>();  // level 1, then exponents
         LocalTensor<uint16_t> lvl = levelBuf.Get<uint16_t>();
-        LocalTensor<uint8_t> masks = maskBuf.Get<uint8_t>();
         for (uint32_t start = 0; start < elements; start += TILE) {
             uint32_t len = min_u32(TILE, elements - start);
             unpack_range(layout.residual, start, len, pair, pair[TILE]);
@@ -137,9 +160,15 @@ private:
             n[0] = len;
             unpack_range(layout.planes[0], start, len, codes, codes);
             for (uint32_t j = 0; j < levels; j++) {
-                uint32_t escape = (1u << params.widths[j]) - 1;
-                n[j + 1] = build_mask(buf[j], n[j], escape, AscendC::CMPMODE::EQ, Halves(0), Halves(1),
-                                      masks[j * (TILE / 8)]);
+                // escape lanes: code == 2^w - 1  <=>  (code + 1) >> w == 1 (codes are < 2^w)
+                n[j + 1] = 0;
+                if (n[j] > 0) {
+                    LocalTensor<int16_t> esc = Escapes(j);
+                    AscendC::Adds(esc, buf[j].ReinterpretCast<int16_t>(), int16_t(1), int32_t(n[j]));
+                    AscendC::ShiftRight(esc.ReinterpretCast<uint16_t>(), esc.ReinterpretCast<uint16_t>(),
+                                        uint16_t(params.widths[j]), int32_t(n[j]));
+                    n[j + 1] = Ranks(j, n[j]);
+                }
                 buf[j + 1] = lvl[j * TILE];
                 const Plane& next = layout.planes[j + 1];
                 if (cursor[j + 1] + n[j + 1] > next.count) return ENEC_FRAME_CORRUPT;  // reader overran
@@ -149,9 +178,9 @@ private:
             // Bottom-up: level j's codes become exponents; escaped ones take level j + 1's.
             for (uint32_t jj = levels; jj > 0; jj--) {
                 uint32_t j = jj - 1;
+                if (n[j] == 0) continue;
                 lookup(buf[j], buf[j], n[j], s[j], table, wideBuf.Get<uint16_t>(), offsBuf.Get<uint32_t>(), ilv);
-                AscendC::PipeBarrier<PIPE_ALL>();
-                expand(buf[j], n[j], masks[j * (TILE / 8)], buf[j + 1]);
+                if (n[j + 1] > 0) Expand(buf[j], j, n[j], buf[j + 1], 0);
             }
             MergeOut(start, len, codes, pair);
         }
@@ -160,27 +189,19 @@ private:
         return ENEC_FRAME_OK;
     }
 
-    // read_groups (src/frame.rs). Flags unpacked once per frame (vector), their prefix count and
-    // the list of flagged groups built by scalar code (at most 4,096 groups). Per tile: low bits by
-    // vector unpack; the high bits of flagged positions (a compacted plane, unpacked by vector)
-    // ORed in by walking the flagged groups (scalar: an expand); then groups_inverse and merge as
-    // vector ops.
+    // read_groups (src/frame.rs). Flags unpacked once per frame (vector) and counted by prefix
+    // sums. Per tile: low bits by vector unpack; each position's flag gathered from its group
+    // (t = i mod groups, offsets reduced on the vector unit); the high bits of flagged positions (a
+    // compacted plane, unpacked by vector) expanded into place by prefix sums and a Gather; then
+    // groups_inverse and merge as vector ops.
     __aicore__ inline uint32_t DecodeGroups() {
         uint32_t groups = (elements + 15) / 16;
-        LocalTensor<uint16_t> g = groupBuf.Get<uint16_t>();
-        LocalTensor<uint16_t> flags = g;                             // MAX_GROUPS + 16
-        LocalTensor<uint16_t> flagged = g[MAX_GROUPS + 16];          // list of flagged t
-        LocalTensor<uint16_t> before = g[2 * (MAX_GROUPS + 16)];     // flagged groups before t
-        for (uint32_t t0 = 0; t0 < groups; t0 += TILE)
-            unpack_range(layout.planes[0], t0, min_u32(TILE, groups - t0), flags[t0], flags[t0]);
-        AscendC::PipeBarrier<PIPE_ALL>();
+        LocalTensor<uint16_t> flags = flagBuf.Get<uint16_t>();
         uint32_t count = 0;
-        for (uint32_t t = 0; t < groups; t++) {
-            before.SetValue(t, uint16_t(count));
-            if (flags.GetValue(t) != 0) {
-                flagged.SetValue(count, uint16_t(t));
-                count++;
-            }
+        for (uint32_t t0 = 0; t0 < groups; t0 += TILE) {
+            uint32_t m = min_u32(TILE, groups - t0);
+            unpack_range(layout.planes[0], t0, m, flags[t0], flags[t0]);
+            count += Total(scan.inclusive(flags[t0].ReinterpretCast<int16_t>(), m), m);
         }
         if (count != params.flagged) return ENEC_FRAME_CORRUPT;  // flag count differs from the header's
         const uint32_t low = params.low;
@@ -193,32 +214,14 @@ private:
             unpack_range(layout.residual, start, len, pair, pair[TILE]);
             unpack_range(layout.planes[1], start, len, y, y);
             if (params.flagged != 0) {
-                // Flagged positions in [start, start + len), in position order: for each member r,
-                // the flagged groups t in the tile's t-range.
-                uint32_t n = 0;
-                for (uint32_t i = start; i < start + len;) {
-                    uint32_t r = i / groups, t = i % groups;
-                    uint32_t tEnd = min_u32(groups, t + (start + len - i));
-                    n += (tEnd == groups ? count : before.GetValue(tEnd)) - before.GetValue(t);
-                    i += tEnd - t;
-                    (void)r;
-                }
+                GroupOffsets(start % groups, len, groups);
+                AscendC::Gather(Escapes(0).ReinterpretCast<uint16_t>(), flags, modBuf.Get<uint32_t>(), uint32_t(0),
+                                len);
+                uint32_t n = Ranks(0, len);
                 if (n > 0) {
                     if (highCursor + n > layout.planes[2].count) return ENEC_FRAME_CORRUPT;
                     unpack_range(layout.planes[2], highCursor, n, high, high);
-                    AscendC::PipeBarrier<PIPE_ALL>();
-                    uint32_t q = 0;
-                    for (uint32_t i = start; i < start + len;) {
-                        uint32_t r = i / groups, t = i % groups;
-                        uint32_t tEnd = min_u32(groups, t + (start + len - i));
-                        uint32_t kEnd = tEnd == groups ? count : before.GetValue(tEnd);
-                        for (uint32_t k = before.GetValue(t); k < kEnd; k++) {
-                            uint32_t pos = r * groups + flagged.GetValue(k) - start;
-                            y.SetValue(pos, uint16_t(y.GetValue(pos) | (high.GetValue(q) << low)));
-                            q++;
-                        }
-                        i += tEnd - t;
-                    }
+                    Expand(y, 0, len, high, low);
                     highCursor += n;
                 }
             }
@@ -226,6 +229,68 @@ private:
             MergeOut(start, len, y, pair);
         }
         return ENEC_FRAME_OK;
+    }
+
+    // The escape (or flag) lanes of level j, and their exclusive prefix sums.
+    __aicore__ inline LocalTensor<int16_t> Escapes(uint32_t j) { return escBuf.Get<int16_t>()[j * TILE]; }
+    __aicore__ inline LocalTensor<int16_t> RanksOf(uint32_t j) { return rankBuf.Get<int16_t>()[j * TILE]; }
+
+    // Prefix sums of Escapes(j)[0..n): the exclusive ones into RanksOf(j); returns the total.
+    __aicore__ inline uint32_t Ranks(uint32_t j, uint32_t n) {
+        LocalTensor<int16_t> incl = scan.inclusive(Escapes(j), n);
+        AscendC::Sub(RanksOf(j), incl, Escapes(j), int32_t(n));
+        return Total(incl, n);
+    }
+
+    // Lane n - 1 of inclusive prefix sums: the one scalar read a scan needs.
+    __aicore__ inline uint32_t Total(const LocalTensor<int16_t>& incl, uint32_t n) {
+        sync_pipes<AscendC::HardEvent::V_S>();
+        return uint32_t(incl.GetValue(n - 1));
+    }
+
+    // For the lanes q < n with Escapes(j)[q] = 1: the next entry of `next` (at RanksOf(j)[q]),
+    // shifted left by `shift`, replaces v[q] (shift 0) or is ORed into it (shift > 0, the groups
+    // high bits). A Gather by rank, then masks from the escape lanes (0 - e: all ones or zero).
+    __aicore__ inline void Expand(const LocalTensor<uint16_t>& v, uint32_t j, uint32_t n,
+                                  const LocalTensor<uint16_t>& next, uint32_t shift) {
+        LocalTensor<uint16_t> got = spanBuf.Get<uint16_t>();
+        LocalTensor<int16_t> mask = modBuf.Get<int16_t>();
+        LocalTensor<int16_t> zeros = wideBuf.Get<int16_t>()[TILE];
+        lookup(got, RanksOf(j).ReinterpretCast<uint16_t>(), n, 0, next, wideBuf.Get<uint16_t>(),
+               offsBuf.Get<uint32_t>(), ilv);
+        AscendC::Sub(mask, zeros, Escapes(j), int32_t(n));
+        LocalTensor<uint16_t> m = mask.ReinterpretCast<uint16_t>();
+        if (shift > 0) {
+            AscendC::ShiftLeft(got, got, uint16_t(shift), int32_t(n));
+        } else {
+            LocalTensor<int16_t> keep = mask[TILE];
+            AscendC::Adds(keep, Escapes(j), int16_t(-1), int32_t(n));
+            AscendC::And(v, v, keep.ReinterpretCast<uint16_t>(), int32_t(n));
+        }
+        AscendC::And(got, got, m, int32_t(n));
+        AscendC::Or(v, v, got, int32_t(n));
+    }
+
+    // modBuf (u32 lanes) = byte offsets 2 * ((t0 + q) mod groups), q < n, for a Gather from the
+    // flags: t0 + q < groups + TILE, reduced by conditional subtraction of groups * 2^k, k
+    // descending (d = o - c; o = d + (c & (d >> 31))). A2 has no vector integer division.
+    __aicore__ inline void GroupOffsets(uint32_t t0, uint32_t n, uint32_t groups) {
+        LocalTensor<int32_t> o = modBuf.Get<int32_t>(), c = modBuf.Get<int32_t>()[TILE];
+        AscendC::Adds(o, iotaBuf.Get<int32_t>(), int32_t(t0), int32_t(n));
+        uint32_t k = 0;
+        while ((groups << (k + 1)) <= t0 + n - 1) k++;
+        for (uint32_t kk = k + 1; kk > 0; kk--) {
+            int32_t step = int32_t(groups << (kk - 1));
+            if (uint32_t(step) > t0 + n - 1) continue;
+            AscendC::Adds(o, o, int32_t(-step), int32_t(n));
+            AscendC::ShiftRight(c, o, int32_t(31), int32_t(n));
+            LocalTensor<int32_t> d = wordBuf.Get<int32_t>();
+            AscendC::Duplicate(d, step, int32_t(n));
+            AscendC::And(c.ReinterpretCast<uint16_t>(), c.ReinterpretCast<uint16_t>(), d.ReinterpretCast<uint16_t>(),
+                         int32_t(2 * n));
+            AscendC::Add(o, o, c, int32_t(n));
+        }
+        AscendC::ShiftLeft(o, o, int32_t(1), int32_t(n));
     }
 
     // unpack_range (src/kernels.rs): values [start, start + count) of `plane` into lo (bits 0..16)
@@ -299,23 +364,6 @@ private:
         }
     }
 
-    // Escaped entries (set bits of `mask`) take the next entries of `next`, in order.
-    __aicore__ inline void expand(const LocalTensor<uint16_t>& v, uint32_t n, const LocalTensor<uint8_t>& mask,
-                                  const LocalTensor<uint16_t>& next) {
-        LocalTensor<uint64_t> words = mask.ReinterpretCast<uint64_t>();
-        uint32_t k = 0;
-        for (uint32_t w = 0; w * 64 < n; w++) {
-            uint64_t bits = words.GetValue(w);
-            uint32_t valid = n - w * 64;
-            if (valid < 64) bits &= (uint64_t(1) << valid) - 1;
-            while (bits != 0) {
-                uint32_t b = uint32_t(AscendC::ScalarGetSFFValue<1>(bits));
-                v.SetValue(w * 64 + b, next.GetValue(k++));
-                bits &= bits - 1;
-            }
-        }
-    }
-
     // groups_inverse (src/kernels.rs): x = (b - sext_n(y)) mod 2^E, int16 lanes, no overflow:
     // sext_n(y) = ((y + 2^(n-1)) mod 2^n) - 2^(n-1).
     __aicore__ inline void groups_inverse(const LocalTensor<uint16_t>& y, uint32_t n, uint32_t base, uint32_t width,
@@ -347,9 +395,7 @@ private:
             AscendC::ShiftLeft(out, x, uint16_t(M), int32_t(len));
             AscendC::Or(out, out, lo, int32_t(len));
             AscendC::Or(out, out, sign, int32_t(len));
-            AscendC::PipeBarrier<PIPE_ALL>();
-            LocalTensor<uint8_t> bytes = out.ReinterpretCast<uint8_t>();
-            hash.feed(bytes, len * 2);
+            FeedHash(out.ReinterpretCast<uint8_t>(), len * 2);
             outQue.EnQue(out);
         } else {
             LocalTensor<uint32_t> out = outQue.AllocTensor<uint32_t>();
@@ -368,15 +414,23 @@ private:
             AscendC::ShiftLeft(tmp, tmp, uint32_t(M), int32_t(len));
             AscendC::Or(out.ReinterpretCast<uint16_t>(), out.ReinterpretCast<uint16_t>(),
                         tmp.ReinterpretCast<uint16_t>(), int32_t(2 * len));
-            AscendC::PipeBarrier<PIPE_ALL>();
-            hash.feed(out.ReinterpretCast<uint8_t>(), len * 4);
+            FeedHash(out.ReinterpretCast<uint8_t>(), len * 4);
             outQue.EnQue(out);
         }
-        CopyOut(start, len * dt.eb);
+        CopyOut(outQue, start, len * dt.eb);
     }
 
-    __aicore__ inline void CopyOut(uint32_t start, uint32_t bytes) {
-        LocalTensor<uint8_t> out = outQue.DeQue<uint8_t>();
+    // The checksum (scalar, see H32) reads the decoded tile once the vector unit has written it.
+    __aicore__ inline void FeedHash(const LocalTensor<uint8_t>& bytes, uint32_t n) {
+        if (tiling.checksums == 0) return;
+        sync_pipes<AscendC::HardEvent::V_S>();
+        hash.feed(bytes, n);
+    }
+
+    // The enqueued tile of `que` (VECOUT or VECIN -> VECOUT) out to the frame's output at `start`.
+    template <class Que>
+    __aicore__ inline void CopyOut(Que& que, uint32_t start, uint32_t bytes) {
+        LocalTensor<uint8_t> out = que.template DeQue<uint8_t>();
         GlobalTensor<uint8_t> dst = outGm[outOff + uint64_t(start) * dt.eb];
         if (bytes % 32 == 0) {
             AscendC::DataCopy(dst, out, bytes);
@@ -384,18 +438,16 @@ private:
             AscendC::DataCopyExtParams copy(1, bytes, 0, 0, 0);
             AscendC::DataCopyPad(dst, out, copy);
         }
-        outQue.FreeTensor(out);
-    }
-
-    __aicore__ inline LocalTensor<half> Halves(uint32_t which) {
-        return halfBuf.Get<half>()[which * TILE];
+        que.FreeTensor(out);
     }
 
     AscendC::TPipe pipe;
     AscendC::TQue<TPosition::VECIN, BUFFER_NUM> inQue;
     AscendC::TQue<TPosition::VECOUT, BUFFER_NUM> outQue;
-    AscendC::TBuf<TPosition::VECCALC> headerBuf, tableBuf, pairBuf, xBuf, wideBuf, levelBuf, spanBuf, offsBuf, wordBuf,
-        ilvBuf, dlvBuf, halfBuf, maskBuf, groupBuf;
+    AscendC::TQueBind<TPosition::VECIN, TPosition::VECOUT, BUFFER_NUM> passQue;
+    AscendC::TBuf<TPosition::VECCALC> statusBuf, headerBuf, tableBuf, pairBuf, xBuf, wideBuf, levelBuf, spanBuf, offsBuf, wordBuf,
+        ilvBuf, dlvBuf, flagBuf, escBuf, rankBuf, scanBuf, scanOffsBuf, iotaBuf, modBuf;
+    Scan scan;
     LocalTensor<uint32_t> ilv;
     GlobalTensor<uint8_t> streamGm, outGm, frameGm;
     GlobalTensor<uint16_t> frameWords;

@@ -1,5 +1,5 @@
-// The enec encode kernel (mirror of src/frame.rs encode_frame) and the frame concatenation
-// kernel. See enec_kernel.cpp for the overview.
+// The enec encode kernel (mirror of src/frame.rs encode_frame). See enec_kernel.cpp for the
+// overview.
 //
 // Per frame, over chunks of at most TILE consecutive elements, each copied in while the previous
 // one is computed (a VECIN queue of depth 2):
@@ -144,11 +144,7 @@ public:
         if (AscendC::GetBlockIdx() == 0) WriteStreamHeader();
         for (uint32_t f = uint32_t(AscendC::GetBlockIdx()); f < tiling.frameCount;
              f += uint32_t(AscendC::GetBlockNum())) {
-            uint32_t bytes = EncodeFrame(f);
-            LocalTensor<uint32_t> size = sizeBuf.Get<uint32_t>();
-            size.SetValue(0, bytes);
-            AscendC::DataCopyExtParams copy(1, sizeof(uint32_t), 0, 0, 0);
-            AscendC::DataCopyPad(sizesGm[f], size, copy);
+            store_word(sizesGm, f, sizeBuf.Get<uint32_t>(), EncodeFrame(f));
         }
     }
 
@@ -223,8 +219,7 @@ private:
         }
         bool ok = SplitPlanes();
         // Pass B's workspace writes (MTE3) before pass C's reads (MTE2).
-        AscendC::SetFlag<AscendC::HardEvent::MTE3_MTE2>(0);
-        AscendC::WaitFlag<AscendC::HardEvent::MTE3_MTE2>(0);
+        sync_pipes<AscendC::HardEvent::MTE3_MTE2>();
         if (!ok) return 0;
         PackPlanes();
         return layout.bytes;
@@ -980,49 +975,6 @@ private:
     uint32_t starts[MAX_LEVELS + 1], cursor[MAX_LEVELS + 1];
     PackPlane packPlanes[MAX_LEVELS + 2];
     uint32_t packPlaneCount = 0;
-};
-
-// Moves each encoded frame from its slot to its place in the stream (offsets from the host's
-// prefix sum of the sizes), 8 KiB at a time through the Unified Buffer: a VECIN -> VECOUT bound
-// queue orders each chunk's copy-in before its copy-out, and the copy-out before the buffer's
-// next copy-in; with two buffers, chunk i + 1 comes in while chunk i goes out.
-class KernelConcat {
-public:
-    __aicore__ inline KernelConcat() {}
-    __aicore__ inline void Init(GM_ADDR slots, GM_ADDR sizes, GM_ADDR offsets, GM_ADDR out,
-                                const EnecConcatTiling& t) {
-        tiling = t;
-        slotsGm.SetGlobalBuffer((__gm__ uint8_t*)slots, uint64_t(t.frameCount) * t.slotBytes);
-        sizesGm.SetGlobalBuffer((__gm__ uint32_t*)sizes, t.frameCount);
-        offsetsGm.SetGlobalBuffer((__gm__ uint64_t*)offsets, t.frameCount);
-        outGm.SetGlobalBuffer((__gm__ uint8_t*)out);
-        pipe.InitBuffer(que, BUFFER_NUM, CHUNK);
-    }
-    __aicore__ inline void Process() {
-        for (uint32_t f = uint32_t(AscendC::GetBlockIdx()); f < tiling.frameCount;
-             f += uint32_t(AscendC::GetBlockNum())) {
-            uint32_t size = sizesGm.GetValue(f);
-            uint64_t src = uint64_t(f) * tiling.slotBytes, dst = offsetsGm.GetValue(f);
-            for (uint32_t at = 0; at < size; at += CHUNK) {
-                uint32_t n = min_u32(CHUNK, size - at);  // frame sizes are multiples of 32
-                LocalTensor<uint8_t> buf = que.AllocTensor<uint8_t>();
-                AscendC::DataCopy(buf, slotsGm[src + at], n);
-                que.EnQue(buf);
-                buf = que.DeQue<uint8_t>();
-                AscendC::DataCopy(outGm[dst + at], buf, n);
-                que.FreeTensor(buf);
-            }
-        }
-    }
-
-private:
-    static constexpr uint32_t CHUNK = 8192;
-    AscendC::TPipe pipe;
-    AscendC::TQueBind<TPosition::VECIN, TPosition::VECOUT, BUFFER_NUM> que;
-    GlobalTensor<uint8_t> slotsGm, outGm;
-    GlobalTensor<uint32_t> sizesGm;
-    GlobalTensor<uint64_t> offsetsGm;
-    EnecConcatTiling tiling;
 };
 
 }  // namespace enec

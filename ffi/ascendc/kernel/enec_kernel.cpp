@@ -21,9 +21,11 @@
 //     Gather. Compare (half) builds the escape masks.
 //   * scalar code is used where A2 has no vector form, and says so where it is: header parsing
 //     and parameter choice (a few hundred operations per frame), histograms (a scatter-add),
-//     walking the set bits of an escape / flag mask to expand or compact the compacted planes
-//     (A2 has no vector expand), and the h32 checksum (its 32-bit wrapping multiply is not an A2
-//     vector op).
+//     the encoder's compaction of escaped entries, and the h32 checksum (no documented wrapping
+//     32-bit vector multiply). The decoder expands escapes with vector prefix sums and Gather;
+//   * pipes are ordered by queue events and targeted SetFlag/WaitFlag pairs (sync_pipes), and
+//     per-frame words reach GM through UB and DataCopyPad (store_word): the CPU model checks
+//     both (ffi/ascendc/sim/sim_engine.h, rules R1-R7).
 //
 // Everything here compiles unmodified against CANN's kernel_operator.h and against the CPU
 // model in ffi/ascendc/sim/kernel_operator.h.
@@ -31,6 +33,7 @@
 #include "enec_common.h"
 #include "enec_decode.h"
 #include "enec_encode.h"
+#include "enec_concat.h"
 
 extern "C" __global__ __aicore__ void enec_decode(GM_ADDR stream, GM_ADDR frameOffsets, GM_ADDR out,
                                                   GM_ADDR status, EnecDecodeTiling tiling) {

@@ -324,6 +324,7 @@ public:
         auto& c = ascendc_sim::core();
         ENEC_SIM_CHECK(!c.pipe_alive, "a second TPipe on one core");
         c.pipe_alive = true;
+        c.tpipe = this;
         c.used = 0;
         c.buffers = 0;
         std::memset(c.ub, 0xA5, sizeof(c.ub));  // UB content is undefined at kernel start
@@ -335,6 +336,7 @@ public:
                 ascendc_sim::fail("TPipe destroyed with a queue tensor still allocated (FreeTensor missing)");
         }
         ascendc_sim::core().pipe_alive = false;
+        ascendc_sim::core().tpipe = nullptr;
     }
     // R5: the buffer count is independent of the queue depth.
     template <TPosition SRC, TPosition DST, int32_t DEPTH>
@@ -381,6 +383,12 @@ private:
     }
     std::vector<ascendc_sim::Slot*> live_;
 };
+
+inline TPipe* GetTPipePtr() {
+    auto* p = static_cast<TPipe*>(ascendc_sim::core().tpipe);
+    ENEC_SIM_CHECK(p != nullptr, "GetTPipePtr with no live TPipe");
+    return p;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Data movement
@@ -531,6 +539,18 @@ inline void Duplicate(const LocalTensor<T>& dst, const T& value, const int32_t& 
     ascendc_sim::instr(ascendc_sim::U_V, "Duplicate", {dst.wr(count)});
     ascendc_sim::count_vector(uint64_t(count) * sizeof(T));
     for (int32_t i = 0; i < count; i++) dst.ptr()[i] = value;
+}
+
+// dst[i] = firstValue + i (A2: half/int16/float/int32; the integer forms are modelled).
+template <class T>
+inline void CreateVecIndex(LocalTensor<T> dst, const T& firstValue, uint32_t count) {
+    static_assert(sim_detail::one_of<T, int16_t, int32_t>(), "CreateVecIndex: this model implements int16/int32");
+    ENEC_SIM_CHECK(count > 0, "CreateVecIndex with count 0");
+    dst.check_operand(count, "CreateVecIndex");
+    ENEC_SIM_CHECK(int64_t(firstValue) + count - 1 <= std::numeric_limits<T>::max(), "CreateVecIndex overflow");
+    ascendc_sim::instr(ascendc_sim::U_V, "CreateVecIndex", {dst.wr(count)});
+    ascendc_sim::count_vector(uint64_t(count) * sizeof(T));
+    for (uint32_t i = 0; i < count; i++) dst.ptr()[i] = T(firstValue + T(i));
 }
 
 template <class T, bool isSetMask = true>

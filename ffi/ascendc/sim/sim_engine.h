@@ -151,6 +151,7 @@ struct Core {
     uint32_t used = 0;  // bytes handed out by the live TPipe
     uint32_t buffers = 0;
     bool pipe_alive = false;
+    void* tpipe = nullptr;  // the live AscendC::TPipe (GetTPipePtr)
     bool scratch_api = false;  // an API that needs scratch space was used: UB limit 184 KB
     int64_t block_idx = 0;
     int64_t block_num = 1;
