@@ -32,6 +32,7 @@ constexpr uint32_t GROUPS_BASES = 12;
 constexpr uint32_t GROUPS_LOWS = 9;                // low widths 0 ..= 8
 constexpr uint32_t OUT_SLOTS = ENEC_ENCODE_STAGES;  // one VECOUT slot of TILE values per stage
 constexpr int16_t NO_GROUP_MIN = 2047;             // above every exponent, exact in half
+constexpr uint32_t HIST_SPAN = 4 * TILE;           // exponents per histogram count
 
 // A run of consecutive positions of a frame: [pos, pos + len); `group` is the group of pos when
 // the walk goes by rows (interleaved groups), else 0.
@@ -110,27 +111,26 @@ public:
         pipe.InitBuffer(inQue, BUFFER_NUM, TILE * sizeof(uint32_t));
         pipe.InitBuffer(outQue, BUFFER_NUM, OUT_SLOTS * TILE * sizeof(uint16_t));
         pipe.InitBuffer(xBuf, TILE * sizeof(uint16_t));          // exponents, then groups y
-        pipe.InitBuffer(xhBuf, TILE * sizeof(half));             // exponents or ranks as half
+        pipe.InitBuffer(xhBuf, HIST_SPAN * sizeof(half));        // exponents or ranks as half
         pipe.InitBuffer(rankBuf, TILE * sizeof(uint16_t));
         pipe.InitBuffer(wideBuf, 2 * TILE * sizeof(uint16_t));   // scratch | zeros
         pipe.InitBuffer(wordBuf, 2 * TILE * sizeof(uint32_t));   // two u32 temporaries
         pipe.InitBuffer(offsBuf, TILE * sizeof(uint32_t));
         pipe.InitBuffer(ilvBuf, 2 * TILE * sizeof(uint32_t));
         pipe.InitBuffer(dlvBuf, 2 * TILE * sizeof(uint32_t));
-        pipe.InitBuffer(cmpBuf, MAX_GROUPS * sizeof(half));      // Compare's second operand
-        pipe.InitBuffer(maskBuf, 3 * MAX_GROUPS / 8);            // three bit masks
+        pipe.InitBuffer(cmpBuf, max_u32(MAX_GROUPS, HIST_SPAN) * sizeof(half));  // Compare's second operand
+        pipe.InitBuffer(maskBuf, 3 * max_u32(MAX_GROUPS, HIST_SPAN) / 8);  // three bit masks
         pipe.InitBuffer(accBuf, 2 * TILE * sizeof(uint16_t));    // mantissa OR accumulator
         pipe.InitBuffer(histBuf, 256 * sizeof(uint32_t));
         pipe.InitBuffer(reduceBuf, 2 * 16 * sizeof(half));       // ReduceMax | ReduceMin results
-        pipe.InitBuffer(reduceWorkBuf, TILE * sizeof(half));
         pipe.InitBuffer(rankTabBuf, TABLE_SLOTS * sizeof(uint16_t));
         pipe.InitBuffer(byteBuf, 256 + 2 * HEADER_BYTES);        // table | frame header | stream header
         pipe.InitBuffer(sizeBuf, 32);
         pipe.InitBuffer(rangeBuf, 2 * MAX_GROUPS * sizeof(int16_t));  // group min | max
-        pipe.InitBuffer(rangeHalfBuf, 2 * MAX_GROUPS * sizeof(half));
+        pipe.InitBuffer(rangeHalfBuf, 2 * MAX_GROUPS * sizeof(half));  // also ReduceMax's work in pass A
         pipe.InitBuffer(flagMaskBuf, MAX_GROUPS / 8);
         pipe.InitBuffer(packTmpBuf, TILE * sizeof(uint16_t));
-        pipe.InitBuffer(scratchBuf, MAX_GROUPS * sizeof(uint16_t));  // GatherMask output when only its count counts
+        pipe.InitBuffer(scratchBuf, max_u32(MAX_GROUPS, HIST_SPAN) * sizeof(uint16_t));  // GatherMask output when only its count counts
         pipe.InitBuffer(h32Buf, H32Vector::UB_BYTES);
 
         ilv = ilvBuf.Get<uint32_t>();
@@ -319,6 +319,7 @@ private:
         if (tiling.checksums) hash.init();
         frameLo = 0xFFFFFFFFu;
         frameHi = 0;
+        histFill = 0;
         ChunkWalk walk;
         walk.start(elements, groups, false);
         ForEachChunk(walk, PASS_STATS);
@@ -340,29 +341,20 @@ private:
     }
 
     __aicore__ inline void StatsChunk(const Chunk& c, const LocalTensor<uint8_t>& tile) {
-        uint32_t len = c.len, lanes = round_up(len, 128);
+        uint32_t len = c.len;
         LocalTensor<uint16_t> x = xBuf.Get<uint16_t>();
-        LocalTensor<half> xh = xhBuf.Get<half>(), cmp = cmpBuf.Get<half>();
-        LocalTensor<uint8_t> mask = maskBuf.Get<uint8_t>();
         exponents(tile, len, x);
         AscendC::Or(accBuf.Get<uint16_t>(), accBuf.Get<uint16_t>(), tile.ReinterpretCast<uint16_t>(),
                     int32_t(len * dt.eb / 2));
         if (tiling.checksums) hash.feed(tile, len * dt.eb);
-
-        // Histogram: the chunk's exponent range, then one Compare + count per value in it.
-        AscendC::Cast(xh, x.ReinterpretCast<int16_t>(), AscendC::RoundMode::CAST_NONE, lanes);
-        LocalTensor<half> red = reduceBuf.Get<half>(), work = reduceWorkBuf.Get<half>();
-        AscendC::ReduceMax(red, xh, work, int32_t(len));
-        AscendC::ReduceMin(red[16], xh, work, int32_t(len));
-        uint32_t hi = uint32_t(float(red.GetValue(0))), lo = uint32_t(float(red.GetValue(16)));
-        frameLo = min_u32(frameLo, lo);
-        frameHi = max_u32(frameHi, hi);
-        LocalTensor<uint32_t> hist = histBuf.Get<uint32_t>();
-        for (uint32_t v = lo; v <= hi; v++) {
-            AscendC::Duplicate(cmp, half(float(v)), int32_t(lanes));
-            AscendC::Compare(mask, xh, cmp, AscendC::CMPMODE::EQ, lanes);
-            uint32_t n = count_set(mask, len);
-            if (n != 0) hist.SetValue(v, hist.GetValue(v) + n);
+        // The histogram is counted over HIST_SPAN exponents at a time (fewer instructions per
+        // value); they collect as half in xh.
+        AscendC::Cast(xhBuf.Get<half>()[histFill], x.ReinterpretCast<int16_t>(), AscendC::RoundMode::CAST_NONE,
+                      round_up(len, 128));
+        histFill += len;
+        if (histFill == HIST_SPAN || c.pos + len == elements) {
+            count_histogram(histFill);
+            histFill = 0;
         }
 
         if (rangesInStats) {
@@ -372,6 +364,27 @@ private:
                 fold_ranges(t0, x[a - c.pos], n);
                 a += n;
             }
+        }
+    }
+
+    // Adds the exponents xh[0..n) to the histogram: their range (ReduceMin/ReduceMax), then one
+    // Compare + GatherMask count per value in it.
+    __aicore__ inline void count_histogram(uint32_t n) {
+        uint32_t lanes = round_up(n, 128);
+        LocalTensor<half> xh = xhBuf.Get<half>(), cmp = cmpBuf.Get<half>();
+        LocalTensor<half> red = reduceBuf.Get<half>(), work = rangeHalfBuf.Get<half>();
+        LocalTensor<uint8_t> mask = maskBuf.Get<uint8_t>();
+        AscendC::ReduceMax(red, xh, work, int32_t(n));
+        AscendC::ReduceMin(red[16], xh, work, int32_t(n));
+        uint32_t hi = uint32_t(float(red.GetValue(0))), lo = uint32_t(float(red.GetValue(16)));
+        frameLo = min_u32(frameLo, lo);
+        frameHi = max_u32(frameHi, hi);
+        LocalTensor<uint32_t> hist = histBuf.Get<uint32_t>();
+        for (uint32_t v = lo; v <= hi; v++) {
+            AscendC::Duplicate(cmp, half(float(v)), int32_t(lanes));
+            AscendC::Compare(mask, xh, cmp, AscendC::CMPMODE::EQ, lanes);
+            uint32_t k = count_set(mask, n);
+            if (k != 0) hist.SetValue(v, hist.GetValue(v) + k);
         }
     }
 
@@ -952,7 +965,7 @@ private:
     AscendC::TQue<TPosition::VECIN, BUFFER_NUM> inQue;
     AscendC::TQue<TPosition::VECOUT, BUFFER_NUM> outQue;
     AscendC::TBuf<TPosition::VECCALC> xBuf, xhBuf, rankBuf, wideBuf, wordBuf, offsBuf, ilvBuf, dlvBuf, cmpBuf, maskBuf,
-        accBuf, histBuf, reduceBuf, reduceWorkBuf, rankTabBuf, byteBuf, sizeBuf, rangeBuf, rangeHalfBuf, flagMaskBuf,
+        accBuf, histBuf, reduceBuf, rankTabBuf, byteBuf, sizeBuf, rangeBuf, rangeHalfBuf, flagMaskBuf,
         packTmpBuf, scratchBuf, h32Buf;
     LocalTensor<uint32_t> ilv, dlv;
     GlobalTensor<uint8_t> inGm, slotsGm, headerGm, frameGm;
@@ -961,7 +974,7 @@ private:
     EnecEncodeTiling tiling;
     Dtype dt;
     uint32_t frameLen = 0, stageElems = 0, elements = 0, groups = 0, highValid = 0;
-    uint32_t mantissaOr = 0, inputHash = 0, frameLo = 0, frameHi = 0;
+    uint32_t mantissaOr = 0, inputHash = 0, frameLo = 0, frameHi = 0, histFill = 0;
     uint64_t inOff = 0;
     bool rangesInStats = false, splitOk = true;
     Params params;
