@@ -471,8 +471,9 @@ fn ascendc_blocks_and_frame_lengths() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// The whole MiniLM slice in each dtype, both directions on 8 blocks, with the model's counters
-/// appended to the file named by `ENEC_ASCENDC_COSTS` (one `DTYPE <stats line>` per run), which
+/// The whole MiniLM slice in each dtype, both directions on 8 blocks (and decoding once more
+/// without checksums), with the model's counters written to the file named by
+/// `ENEC_ASCENDC_COSTS` (one `DTYPE[-nosum] <stats line>` per run), which
 /// `ffi/ascendc/check.sh` turns into the cost report.
 #[test]
 fn ascendc_minilm_costs() {
@@ -499,6 +500,20 @@ fn ascendc_minilm_costs() {
             "MiniLM {name}: AscendC decoder output differs"
         );
         report += &format!("{name} {stats}\n");
+        // The same without checksums: the decoder's scalar work minus the h32 checksum.
+        let plain = rust_encode(
+            &EncodeOptions {
+                checksums: false,
+                ..options
+            },
+            &input,
+        );
+        let (decoded, stats) = ascendc_decode_stats(&plain, 8).unwrap();
+        assert!(
+            decoded == input,
+            "MiniLM {name} without checksums: AscendC decoder output differs"
+        );
+        report += &format!("{name}-nosum {stats}\n");
     }
     eprint!("{report}");
     if let Ok(path) = std::env::var("ENEC_ASCENDC_COSTS") {

@@ -3,8 +3,9 @@
 // ffi/ascendc/sim/sim_driver.cpp, which tests/ascendc.rs uses, but on memory instead of files).
 // Compiled by fuzz/build.rs when ffi/ascendc exists.
 //
-// A kernel that breaks an AscendC API rule makes the model abort(): the fuzzer reports it as a
-// crash, which is what we want.
+// A kernel that breaks an AscendC API rule, or races between pipes, queue positions or cores (a
+// hazard, rules R1-R3 of ffi/ascendc/sim/sim_engine.h), makes the model abort(): the fuzzer
+// reports it as a crash, which is what we want.
 #include "kernel_operator.h"  // the model (ffi/ascendc/sim first on the include path)
 
 #include <cstdint>
@@ -17,6 +18,9 @@
 #include "../../ffi/ascendc/kernel/enec_kernel.cpp"
 
 namespace {
+
+// Hazards are fatal here (the driver only counts them).
+const bool hazards_fatal = (ascendc_sim::hazard_abort() = true);
 
 struct GmBuffer {
     uint8_t* p = nullptr;

@@ -9,6 +9,53 @@ namespace enec {
 // The decoder
 // ---------------------------------------------------------------------------------------------
 
+// The runs of values [start, start + count) of a plane (unpack_range, src/kernels.rs): in each
+// sub-plane, value v sits at word v mod W, bit (v div W) * p, so the values are runs of
+// consecutive words with one bit position each. `lead` lanes of padding line a run up with the
+// output lane `done` (a multiple of 16 lanes apart: operands start 32-byte aligned).
+struct RunWalk {
+    const Plane* plane;
+    uint32_t start, count;
+    uint32_t k = 0, j = 0, bit = 0, done = 0, run = 0, lead = 0;
+    __aicore__ inline RunWalk(const Plane& p, uint32_t s, uint32_t c) : plane(&p), start(s), count(c) {
+        if (count == 0) k = plane->len;
+        BeginSub();
+    }
+    __aicore__ inline bool Valid() const { return k < plane->len; }
+    __aicore__ inline const SubPlane& Sub() const { return plane->subs[k]; }
+    __aicore__ inline uint32_t Word() const { return Sub().offset / 2 + j; }  // in the frame's u16 words
+    __aicore__ inline void Next() {
+        done += run;
+        j = 0;
+        bit += Sub().bits;
+        if (done < count) {
+            SetRun();
+        } else {
+            k++;
+            BeginSub();
+        }
+    }
+
+private:
+    __aicore__ inline void BeginSub() {
+        if (!Valid()) return;
+        j = start % Sub().words;
+        bit = (start / Sub().words) * Sub().bits;
+        done = 0;
+        SetRun();
+    }
+    __aicore__ inline void SetRun() {
+        run = min_u32(Sub().words - j, count - done);
+        lead = done % 16;
+    }
+};
+
+// Staging lanes for a tile's residual and first coded plane. Per sub-plane of p bits a tile of
+// at most TILE values spans at most 16 / p + 2 runs, each staged in lead + run lanes rounded to
+// 16: at most 5 residual sub-planes (16..1 bits) and 4 coded ones (8..1) give
+// 9 * TILE + 31 * (41 + 38) lanes < 12 * TILE.
+constexpr uint32_t STAGE_LANES = 12 * TILE;
+
 class KernelDecode {
 public:
     __aicore__ inline KernelDecode() {}
@@ -26,6 +73,7 @@ public:
         pipe.InitBuffer(inQue, BUFFER_NUM, RUN_WORDS * sizeof(uint16_t));
         pipe.InitBuffer(outQue, BUFFER_NUM, TILE * sizeof(uint32_t));
         pipe.InitBuffer(passQue, BUFFER_NUM, TILE * sizeof(uint32_t));
+        pipe.InitBuffer(stageQue, BUFFER_NUM, STAGE_LANES * sizeof(uint16_t));
         pipe.InitBuffer(statusBuf, 32);
         pipe.InitBuffer(headerBuf, HEADER_BYTES + 256);
         pipe.InitBuffer(tableBuf, TABLE_SLOTS * sizeof(uint16_t));
@@ -150,15 +198,16 @@ private:
         LocalTensor<uint16_t> pair = pairBuf.Get<uint16_t>();
         LocalTensor<uint16_t> codes = xBuf.Get<uint16_t>();  // level 1, then exponents
         LocalTensor<uint16_t> lvl = levelBuf.Get<uint16_t>();
+        Prefetch(0, layout.planes[0]);
         for (uint32_t start = 0; start < elements; start += TILE) {
             uint32_t len = min_u32(TILE, elements - start);
-            unpack_range(layout.residual, start, len, pair, pair[TILE]);
+            if (start + TILE < elements) Prefetch(start + TILE, layout.planes[0]);
+            UnpackPrefetched(start, len, layout.planes[0], pair, codes);
             // buf[j]: entries of level j + 1 in this tile (j = levels: the exponent level).
             LocalTensor<uint16_t> buf[MAX_LEVELS + 1];
             uint32_t n[MAX_LEVELS + 1];
             buf[0] = codes;
             n[0] = len;
-            unpack_range(layout.planes[0], start, len, codes, codes);
             for (uint32_t j = 0; j < levels; j++) {
                 // escape lanes: code == 2^w - 1  <=>  (code + 1) >> w == 1 (codes are < 2^w)
                 n[j + 1] = 0;
@@ -171,7 +220,7 @@ private:
                 }
                 buf[j + 1] = lvl[j * TILE];
                 const Plane& next = layout.planes[j + 1];
-                if (cursor[j + 1] + n[j + 1] > next.count) return ENEC_FRAME_CORRUPT;  // reader overran
+                if (cursor[j + 1] + n[j + 1] > next.count) return DrainPrefetch(ENEC_FRAME_CORRUPT);  // reader overran
                 if (n[j + 1] > 0) unpack_range(next, cursor[j + 1], n[j + 1], buf[j + 1], buf[j + 1]);
                 cursor[j + 1] += n[j + 1];
             }
@@ -209,17 +258,18 @@ private:
         LocalTensor<uint16_t> y = xBuf.Get<uint16_t>();
         LocalTensor<uint16_t> high = levelBuf.Get<uint16_t>();
         uint32_t highCursor = 0;
+        Prefetch(0, layout.planes[1]);
         for (uint32_t start = 0; start < elements; start += TILE) {
             uint32_t len = min_u32(TILE, elements - start);
-            unpack_range(layout.residual, start, len, pair, pair[TILE]);
-            unpack_range(layout.planes[1], start, len, y, y);
+            if (start + TILE < elements) Prefetch(start + TILE, layout.planes[1]);
+            UnpackPrefetched(start, len, layout.planes[1], pair, y);
             if (params.flagged != 0) {
                 GroupOffsets(start % groups, len, groups);
                 AscendC::Gather(Escapes(0).ReinterpretCast<uint16_t>(), flags, modBuf.Get<uint32_t>(), uint32_t(0),
                                 len);
                 uint32_t n = Ranks(0, len);
                 if (n > 0) {
-                    if (highCursor + n > layout.planes[2].count) return ENEC_FRAME_CORRUPT;
+                    if (highCursor + n > layout.planes[2].count) return DrainPrefetch(ENEC_FRAME_CORRUPT);
                     unpack_range(layout.planes[2], highCursor, n, high, high);
                     Expand(y, 0, len, high, low);
                     highCursor += n;
@@ -293,52 +343,100 @@ private:
         AscendC::ShiftLeft(o, o, int32_t(1), int32_t(n));
     }
 
+    // Double buffering of a tile's fixed planes: the residual and the first coded plane (level-1
+    // codes or low bits) of a tile do not depend on anything decoded before, so their words are
+    // copied in (MTE2) for tile i + 1 before tile i is computed (V), into one staging buffer of a
+    // VECIN queue of depth 2. Planes whose position depends on this tile's escape or flag counts
+    // come in through inQue as they are needed.
+    __aicore__ inline void Prefetch(uint32_t start, const Plane& coded) {
+        uint32_t len = min_u32(TILE, elements - start);
+        LocalTensor<uint16_t> stage = stageQue.AllocTensor<uint16_t>();
+        uint32_t at = 0;
+        for (RunWalk w(layout.residual, start, len); w.Valid(); w.Next()) at = StageRun(w, stage, at);
+        for (RunWalk w(coded, start, len); w.Valid(); w.Next()) at = StageRun(w, stage, at);
+        stageQue.EnQue(stage);
+        prefetched++;
+    }
+
+    // The residual into pair (lo | hi at TILE) and the coded plane into `coded_out`, from the
+    // staged words of the oldest prefetch.
+    __aicore__ inline void UnpackPrefetched(uint32_t start, uint32_t len, const Plane& coded,
+                                            const LocalTensor<uint16_t>& pair, const LocalTensor<uint16_t>& out) {
+        LocalTensor<uint16_t> stage = stageQue.DeQue<uint16_t>();
+        prefetched--;
+        uint32_t at = 0;
+        ZeroFields(layout.residual, len, pair, pair[TILE]);
+        for (RunWalk w(layout.residual, start, len); w.Valid(); w.Next()) {
+            ExtractRun(w, stage[at], pair, pair[TILE]);
+            at += StagedLanes(w);
+        }
+        ZeroFields(coded, len, out, out);
+        for (RunWalk w(coded, start, len); w.Valid(); w.Next()) {
+            ExtractRun(w, stage[at], out, out);
+            at += StagedLanes(w);
+        }
+        stageQue.FreeTensor(stage);
+    }
+
+    // A frame that fails mid-way still releases its prefetched buffers.
+    __aicore__ inline uint32_t DrainPrefetch(uint32_t status) {
+        for (; prefetched > 0; prefetched--) stageQue.FreeTensor(stageQue.DeQue<uint16_t>());
+        return status;
+    }
+
+    __aicore__ static inline uint32_t StagedLanes(const RunWalk& w) { return round_up(w.lead + w.run, 16); }
+
+    __aicore__ inline uint32_t StageRun(const RunWalk& w, const LocalTensor<uint16_t>& stage, uint32_t at) {
+        CopyWordsIn(stage[at], w.Word(), w.run, w.lead);
+        return at + StagedLanes(w);
+    }
+
     // unpack_range (src/kernels.rs): values [start, start + count) of `plane` into lo (bits 0..16)
-    // and hi (bits 16..24, planes wider than 16 bits only). For each sub-plane, the values sit in
-    // runs of consecutive words with one constant shift per run: a run is copied in (DataCopy when
-    // aligned, else DataCopyPad with left padding so that it lines up with the output lanes), its
-    // field extracted with two shifts and ORed into place: all uint16 vector ops.
+    // and hi (bits 16..24, planes wider than 16 bits only), each run of words copied in through
+    // inQue (two buffers: run k + 1 comes in while run k is computed).
     __aicore__ inline void unpack_range(const Plane& plane, uint32_t start, uint32_t count,
                                         const LocalTensor<uint16_t>& lo, const LocalTensor<uint16_t>& hi) {
+        ZeroFields(plane, count, lo, hi);
+        for (RunWalk w(plane, start, count); w.Valid(); w.Next()) {
+            LocalTensor<uint16_t> words = inQue.AllocTensor<uint16_t>();
+            CopyWordsIn(words, w.Word(), w.run, w.lead);
+            inQue.EnQue(words);
+            words = inQue.DeQue<uint16_t>();
+            ExtractRun(w, words, lo, hi);
+            inQue.FreeTensor(words);
+        }
+    }
+
+    __aicore__ inline void ZeroFields(const Plane& plane, uint32_t count, const LocalTensor<uint16_t>& lo,
+                                      const LocalTensor<uint16_t>& hi) {
         uint32_t zeroed = round_up(count, 128);
         AscendC::Duplicate(lo, uint16_t(0), int32_t(zeroed));
         if (plane.width > 16) AscendC::Duplicate(hi, uint16_t(0), int32_t(zeroed));
-        for (uint32_t k = 0; k < plane.len; k++) {
-            const SubPlane& sub = plane.subs[k];
-            uint32_t j = start % sub.words;
-            uint32_t bit = (start / sub.words) * sub.bits;
-            uint32_t done = 0;
-            while (done < count) {
-                uint32_t run = min_u32(sub.words - j, count - done);
-                uint32_t lead = done % 16;  // lanes of padding so the run lines up with lo[done]
-                LocalTensor<uint16_t> words = inQue.AllocTensor<uint16_t>();
-                CopyWordsIn(words, sub.offset / 2 + j, run, lead);
-                inQue.EnQue(words);
-                words = inQue.DeQue<uint16_t>();
-                uint32_t n = lead + run;
-                // field = (w >> bit) & (2^p - 1)
-                AscendC::ShiftLeft(words, words, uint16_t(16 - bit - sub.bits), int32_t(n));
-                AscendC::ShiftRight(words, words, uint16_t(16 - sub.bits), int32_t(n));
-                uint32_t o = sub.shift;
-                uint32_t at = done - lead;
-                if (o + sub.bits <= 16) {
-                    AscendC::ShiftLeft(words, words, uint16_t(o), int32_t(n));
-                    AscendC::Or(lo[at], lo[at], words, int32_t(n));
-                } else if (o >= 16) {
-                    AscendC::ShiftLeft(words, words, uint16_t(o - 16), int32_t(n));
-                    AscendC::Or(hi[at], hi[at], words, int32_t(n));
-                } else {  // the field straddles bit 16
-                    LocalTensor<uint16_t> span = spanBuf.Get<uint16_t>();
-                    AscendC::ShiftLeft(span, words, uint16_t(o), int32_t(n));
-                    AscendC::Or(lo[at], lo[at], span, int32_t(n));
-                    AscendC::ShiftRight(span, words, uint16_t(16 - o), int32_t(n));
-                    AscendC::Or(hi[at], hi[at], span, int32_t(n));
-                }
-                inQue.FreeTensor(words);
-                done += run;
-                j = 0;
-                bit += sub.bits;
-            }
+    }
+
+    // One run of words (at words[lead ..], lined up with lo[done]): its field extracted with two
+    // shifts and ORed into place, all uint16 vector ops.
+    __aicore__ inline void ExtractRun(const RunWalk& w, const LocalTensor<uint16_t>& words,
+                                      const LocalTensor<uint16_t>& lo, const LocalTensor<uint16_t>& hi) {
+        const SubPlane& sub = w.Sub();
+        uint32_t n = w.lead + w.run;
+        // field = (w >> bit) & (2^p - 1)
+        AscendC::ShiftLeft(words, words, uint16_t(16 - w.bit - sub.bits), int32_t(n));
+        AscendC::ShiftRight(words, words, uint16_t(16 - sub.bits), int32_t(n));
+        uint32_t o = sub.shift;
+        uint32_t at = w.done - w.lead;
+        if (o + sub.bits <= 16) {
+            AscendC::ShiftLeft(words, words, uint16_t(o), int32_t(n));
+            AscendC::Or(lo[at], lo[at], words, int32_t(n));
+        } else if (o >= 16) {
+            AscendC::ShiftLeft(words, words, uint16_t(o - 16), int32_t(n));
+            AscendC::Or(hi[at], hi[at], words, int32_t(n));
+        } else {  // the field straddles bit 16
+            LocalTensor<uint16_t> span = spanBuf.Get<uint16_t>();
+            AscendC::ShiftLeft(span, words, uint16_t(o), int32_t(n));
+            AscendC::Or(lo[at], lo[at], span, int32_t(n));
+            AscendC::ShiftRight(span, words, uint16_t(16 - o), int32_t(n));
+            AscendC::Or(hi[at], hi[at], span, int32_t(n));
         }
     }
 
@@ -443,6 +541,7 @@ private:
 
     AscendC::TPipe pipe;
     AscendC::TQue<TPosition::VECIN, BUFFER_NUM> inQue;
+    AscendC::TQue<TPosition::VECIN, BUFFER_NUM> stageQue;  // depth 2: tile i + 1 staged while tile i is used
     AscendC::TQue<TPosition::VECOUT, BUFFER_NUM> outQue;
     AscendC::TQueBind<TPosition::VECIN, TPosition::VECOUT, BUFFER_NUM> passQue;
     AscendC::TBuf<TPosition::VECCALC> statusBuf, headerBuf, tableBuf, pairBuf, xBuf, wideBuf, levelBuf, spanBuf, offsBuf, wordBuf,
@@ -455,7 +554,7 @@ private:
     GlobalTensor<uint32_t> statusGm;
     EnecDecodeTiling tiling;
     Dtype dt;
-    uint32_t frameLen = 0, elements = 0;
+    uint32_t frameLen = 0, elements = 0, prefetched = 0;
     uint64_t frameOff = 0, outOff = 0;
     Params params;
     Layout layout;

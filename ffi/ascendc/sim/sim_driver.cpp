@@ -13,7 +13,8 @@
 //
 // On stderr, after the run, one line of counters (R7) that ffi/ascendc/check.sh turns into costs:
 //   ascendc-sim: stats <decode|encode> elements N tiles T hazards H r1 .. r2 .. r3 .. vector_instr .. vector_repeats ..
-//   dma_ops .. dma_bytes .. scalar_ub .. scalar_gm .. pipe_all .. flag_pairs .. ub_peak ..
+//   dma_ops .. dma_bytes .. scalar_ub .. scalar_gm .. pipe_all .. flag_pairs .. vector_with_copy_in ..
+//   vector_with_copy_out .. ub_peak ..
 //
 // Build (what tests/ascendc.rs does):
 //   c++ -std=c++17 -O2 -I ffi/ascendc/sim -I ffi/ascendc/kernel ffi/ascendc/sim/sim_driver.cpp -o sim_driver
@@ -56,13 +57,14 @@ int report(const char* what, uint64_t elements, uint32_t frameLog2, int rc) {
     std::fprintf(stderr,
                  "ascendc-sim: stats %s elements %llu tiles %llu hazards %llu r1 %llu r2 %llu r3 %llu vector_instr %llu vector_repeats %llu "
                  "dma_ops %llu dma_bytes %llu scalar_ub %llu scalar_gm %llu pipe_all %llu flag_pairs %llu "
-                 "ub_peak %u\n",
+                 "vector_with_copy_in %llu vector_with_copy_out %llu ub_peak %u\n",
                  what, (unsigned long long)elements, (unsigned long long)tiles_of(elements, frameLog2),
                  (unsigned long long)s.hazards, (unsigned long long)s.by_rule[1], (unsigned long long)s.by_rule[2],
                  (unsigned long long)s.by_rule[3], (unsigned long long)s.vector_instr,
                  (unsigned long long)s.vector_repeats, (unsigned long long)s.dma_ops, (unsigned long long)s.dma_bytes,
                  (unsigned long long)s.scalar_ub, (unsigned long long)s.scalar_gm, (unsigned long long)s.pipe_all,
-                 (unsigned long long)s.flag_pairs, ascendc_sim::world().ub_peak);
+                 (unsigned long long)s.flag_pairs, (unsigned long long)s.vector_with_copy_in,
+                 (unsigned long long)s.vector_with_copy_out, ascendc_sim::world().ub_peak);
     const char* policy = std::getenv("ENEC_SIM_HAZARDS");
     if (s.hazards > 0 && !(policy && std::string(policy) == "report")) {
         std::fprintf(stderr, "ascendc-sim: %s: %llu hazards (rules R1-R3): failing\n", what,

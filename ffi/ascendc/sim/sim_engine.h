@@ -24,7 +24,8 @@
 //   R6 limits: Unified Buffer 192 KB (184 KB once an API that needs scratch space is used), at
 //      most 64 buffers per TPipe, Gather repeat count <= 255, SetFlag/WaitFlag event ids 0..7.
 //   R7 counters: vector instructions and their 256-byte repeats, DMA operations and bytes, scalar
-//      UB and GM accesses, PIPE_ALL barriers, SetFlag/WaitFlag pairs (stats()).
+//      UB and GM accesses, PIPE_ALL barriers, SetFlag/WaitFlag pairs, and the vector instructions
+//      issued while an earlier copy-in / copy-out may still run (stats()).
 //
 // R1-R3 violations are hazards: counted, the first few printed, and with ENEC_SIM_HAZARDS=abort
 // (or hazard_abort = true) fatal at once. Everything else the documentation forbids aborts.
@@ -44,14 +45,18 @@
 
 namespace ascendc_sim {
 
+inline void say(const char* kind, const char* fmt, va_list ap) {
+    std::fprintf(stderr, "ascendc-sim: %s: ", kind);
+    std::vfprintf(stderr, fmt, ap);
+    std::fprintf(stderr, "\n");
+    std::fflush(stderr);
+}
+
 [[noreturn]] inline void fail(const char* fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    std::fprintf(stderr, "ascendc-sim: misuse: ");
-    std::vfprintf(stderr, fmt, ap);
-    std::fprintf(stderr, "\n");
+    say("misuse", fmt, ap);
     va_end(ap);
-    std::fflush(stderr);
     std::abort();
 }
 
@@ -89,6 +94,9 @@ struct Stats {
     uint64_t dma_ops = 0, dma_bytes = 0;
     uint64_t scalar_ub = 0, scalar_gm = 0;
     uint64_t pipe_all = 0, flag_pairs = 0;
+    // Vector instructions issued while a copy-in (MTE2) or copy-out (MTE3) issued earlier is not
+    // yet ordered before them, i.e. free to run at the same time: what double buffering buys.
+    uint64_t vector_with_copy_in = 0, vector_with_copy_out = 0;
     uint64_t hazards = 0;
     uint64_t by_rule[4] = {0, 0, 0, 0};  // hazards of R1, R2, R3 (index = rule number)
 };
@@ -114,14 +122,9 @@ inline void hazard(const char* fmt, ...) {
     printed++;
     va_list ap;
     va_start(ap, fmt);
-    std::fprintf(stderr, "ascendc-sim: hazard: ");
-    std::vfprintf(stderr, fmt, ap);
-    std::fprintf(stderr, "\n");
+    say("hazard", fmt, ap);
     va_end(ap);
-    if (hazard_abort()) {
-        std::fflush(stderr);
-        std::abort();
-    }
+    if (hazard_abort()) std::abort();
 }
 
 enum SlotState : int { SLOT_FREE = 0, SLOT_ALLOCATED, SLOT_ENQUEUED, SLOT_DEQUEUED, SLOT_TBUF };
@@ -344,6 +347,10 @@ inline void instr(int u, const char* what, std::initializer_list<Access> ops) {
     Core& c = core();
     uint32_t stamp = ++c.clk[u].c[u];
     const Clock& mine = c.clk[u];
+    if (u == U_V) {
+        stats().vector_with_copy_in += mine.c[U_MTE2] < c.clk[U_MTE2].c[U_MTE2];
+        stats().vector_with_copy_out += mine.c[U_MTE3] < c.clk[U_MTE3].c[U_MTE3];
+    }
     uint8_t me = uint8_t(c.block_idx);
     for (int pass = 0; pass < 2; pass++) {  // reads first, so an in-place operand is not its own hazard
         for (const Access& a : ops) {
@@ -517,7 +524,7 @@ inline void uses_scratch(const char* what) {
     Core& c = core();
     c.scratch_api = true;
     ENEC_SIM_CHECK(c.used <= UB_BYTES_WITH_SCRATCH,
-                   "R6: %s needs scratch space, so the UB limit is %u bytes, but %u are allocated", what,
+                   "R6: %s: the UB limit is %u bytes once an API needs scratch space, but %u are allocated", what,
                    UB_BYTES_WITH_SCRATCH, c.used);
 }
 

@@ -209,6 +209,15 @@ void r6_ub(bool sync) {
     pipe.InitBuffer(b, sync ? 64 * 1024 : 64 * 1024 + 32);
 }
 
+// The UB limit drops to 184 KB once an API that needs scratch space runs (none of the modelled
+// APIs does; such an API calls uses_scratch).
+void r6_scratch(bool sync) {
+    TPipe pipe;
+    TBuf<TPosition::VECCALC> a;
+    pipe.InitBuffer(a, sync ? 184 * 1024 : 188 * 1024);
+    ascendc_sim::uses_scratch("a scratch-space API");
+}
+
 void r6_buffers(bool sync) {
     TPipe pipe;
     static TBuf<TPosition::VECCALC> bufs[65];
@@ -285,6 +294,7 @@ const Case cases[] = {
     {"kernel relying on block order", "R4", r4_block_order, true},
     {"two EnQue on a depth-1 queue", "R5", r5_depth, false},
     {"UB over 192 KB", "R6", r6_ub, false},
+    {"188 KB with a scratch-space API", "R6", r6_scratch, false},
     {"65 buffers in one TPipe", "R6", r6_buffers, false},
     {"Gather of 256 repeats", "R6", r6_gather, false},
     {"event id 8", "R6", r6_event_id, false},
