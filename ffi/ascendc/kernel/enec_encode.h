@@ -2,23 +2,24 @@
 // overview.
 //
 // Per frame, over chunks of at most TILE consecutive elements, each copied in while the previous
-// one is computed (a VECIN queue of depth 2):
+// one is computed (a VECIN queue of depth 2), results copied out while the next is computed (a
+// VECOUT queue of depth 2):
 //   A. statistics (FrameStats::gather), vector: exponents by shifts; the histogram by one
-//      Compare + GatherMask count per exponent value present in the chunk (ReduceMin/ReduceMax
-//      give the chunk's range); the mantissa OR by Or accumulation; the per-group exponent
-//      ranges by element-wise Min/Max (interleaved groups: group t of row r is element
-//      r * G + t, so a row is G contiguous groups); h32 of the input (H32Vector).
+//      Compare + GatherMask count per exponent value of a span of HIST_SPAN elements
+//      (ReduceMin/ReduceMax give the span's range); the mantissa OR by Or accumulation; the
+//      per-group exponent ranges by element-wise Min/Max (interleaved groups: group t of row r is
+//      element r * G + t, so a row is G contiguous groups); h32 of the input (H32Vector).
 //   then the parameter choice (choose_ranked / the groups search / stored), scalar, exactly as
 //   FORMAT.md section 7: the groups search counts unflagged groups with Compare + GatherMask;
 //   B. split into planes, vector: residuals and element-indexed codes by shifts, ranks by Gather,
 //      the compacted planes (escape levels, exponent level, high bits of flagged groups) by
-//      GatherMask, staged as unpacked u16 values in this core's GM workspace through a VECOUT
-//      queue; groups frames are walked row by row so a chunk's groups are contiguous;
+//      GatherMask, staged as unpacked u16 values in this core's GM workspace; groups frames are
+//      walked row by row so a chunk's groups are contiguous;
 //   C. pack every plane from the workspace with hierarchical halving (pack_halving: vector
-//      ShiftLeft + Or on uint16), sub-plane chunk by chunk (the next one copied in while this one
-//      is packed), straight into the frame's slot in GM.
-// The frame size leaves through UB and DataCopyPad (no scalar write into a GM line another core
-// writes).
+//      ShiftLeft + Or on uint16), sub-plane chunk by chunk, straight into the frame's slot in GM.
+// Pipes are ordered by the queues' events and one MTE3 -> MTE2 flag per frame (pass B's
+// workspace writes before pass C's reads); no PIPE_ALL. The frame size leaves through UB and
+// DataCopyPad (store_word: no scalar write into a GM line another core writes).
 #pragma once
 
 #include "enec_common.h"
