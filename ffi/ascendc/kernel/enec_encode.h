@@ -804,10 +804,12 @@ private:
     }
 
     // pack_halving (src/kernels.rs) on `len` lanes into `words` lanes, p-bit fields:
-    // lanes[i] |= lanes[i + half] << ((half / words) * p), half = len / 2 down to words.
-    __aicore__ inline void pack_halving(const LocalTensor<uint16_t>& lanes, uint32_t len, uint32_t words, uint32_t p) {
+    // lanes[i] |= lanes[i + half] << ((half / words) * p), half = len / 2 down to `until`
+    // (words, or 2 * words to leave the last round to the caller).
+    __aicore__ inline void pack_halving(const LocalTensor<uint16_t>& lanes, uint32_t len, uint32_t words, uint32_t p,
+                                        uint32_t until) {
         LocalTensor<uint16_t> tmp = packTmpBuf.Get<uint16_t>();
-        while (len > words) {
+        while (len > until) {
             uint32_t halfLen = len / 2;
             uint16_t shift = uint16_t((halfLen / words) * p);
             AscendC::ShiftLeft(tmp, lanes[halfLen], shift, int32_t(halfLen));
@@ -887,42 +889,64 @@ private:
         inQue.EnQue(in);
     }
 
-    // Packs one job: each row's field [o, o + p) of its values, Or-ed into zeroed lanes, folded
-    // by pack_halving and written out with one aligned DataCopy (the sub-plane's zero padding
-    // included).
+    // Packs one job: each row's field [o, o + p) of its values, folded by pack_halving into the
+    // job's words (rows not full are Or-ed into zeroed lanes first) and written out with one
+    // aligned DataCopy (the sub-plane's zero padding included).
     __aicore__ inline void PackJobWords(const PackJob& job, const LocalTensor<uint16_t>& in) {
         JobShape s = shape_of(job);
-        uint32_t p = s.p, o = s.o;
+        uint32_t p = s.p, n = s.rows * s.twa;
         LocalTensor<uint16_t> lanes = outQue.AllocTensor<uint16_t>();
-        AscendC::Duplicate(lanes, uint16_t(0), int32_t(s.rows * s.twa));
-        for (uint32_t q = 0; q < s.rows; q++) {
-            uint32_t nv = row_values(job, s, q);
-            if (nv == 0) break;
-            LocalTensor<uint16_t> lo = in[q * s.twa], field = lo;
-            if (o + p <= 16) {
-                AscendC::ShiftLeft(lo, lo, uint16_t(16 - o - p), int32_t(nv));
-                AscendC::ShiftRight(lo, lo, uint16_t(16 - p), int32_t(nv));
+        bool full = s.tw == s.twa && row_values(job, s, s.rows - 1) == s.tw;
+        if (full) {
+            // Every row full and the rows contiguous: one field extraction over all of them,
+            // halving in place, the last round into the VECOUT tensor.
+            LocalTensor<uint16_t> field = extract_field(in, s, n);
+            if (s.rows == 1) {
+                AscendC::ShiftLeft(lanes, field, uint16_t(0), int32_t(s.twa));
             } else {
-                LocalTensor<uint16_t> hi = in[TILE + q * s.twa];
-                if (o >= 16) {
-                    AscendC::ShiftLeft(hi, hi, uint16_t(32 - o - p), int32_t(nv));
-                    AscendC::ShiftRight(hi, hi, uint16_t(16 - p), int32_t(nv));
-                    field = hi;
-                } else {
-                    AscendC::ShiftRight(lo, lo, uint16_t(o), int32_t(nv));
-                    AscendC::ShiftLeft(hi, hi, uint16_t(16 - o), int32_t(nv));
-                    AscendC::Or(lo, lo, hi, int32_t(nv));
-                    keep_low_bits(lo, p, nv);
-                }
+                pack_halving(field, n, s.twa, p, 2 * s.twa);
+                LocalTensor<uint16_t> tmp = packTmpBuf.Get<uint16_t>();
+                AscendC::ShiftLeft(tmp, field[s.twa], uint16_t(p), int32_t(s.twa));
+                AscendC::Or(lanes, field, tmp, int32_t(s.twa));
             }
-            AscendC::Or(lanes[q * s.twa], lanes[q * s.twa], field, int32_t(nv));
+        } else {
+            AscendC::Duplicate(lanes, uint16_t(0), int32_t(n));
+            for (uint32_t q = 0; q < s.rows; q++) {
+                uint32_t nv = row_values(job, s, q);
+                if (nv == 0) break;
+                LocalTensor<uint16_t> field = extract_field(in[q * s.twa], s, nv);
+                AscendC::Or(lanes[q * s.twa], lanes[q * s.twa], field, int32_t(nv));
+            }
+            pack_halving(lanes, n, s.twa, p, s.twa);
         }
-        pack_halving(lanes, s.rows * s.twa, s.twa, p);
         outQue.EnQue(lanes);
         lanes = outQue.DeQue<uint16_t>();
         const SubPlane& sub = packPlanes[job.plane].plane->subs[job.sub];
         AscendC::DataCopy(frameWords[sub.offset / 2 + job.j0], lanes, s.twa);
         outQue.FreeTensor(lanes);
+    }
+
+    // The sub-plane's field [o, o + p) of the n values at `lo` (their high halves, for values
+    // wider than 16 bits, TILE lanes further), extracted in place; returns where it is.
+    __aicore__ inline LocalTensor<uint16_t> extract_field(const LocalTensor<uint16_t>& lo, const JobShape& s,
+                                                          uint32_t n) {
+        uint32_t p = s.p, o = s.o;
+        if (o + p <= 16) {
+            AscendC::ShiftLeft(lo, lo, uint16_t(16 - o - p), int32_t(n));
+            AscendC::ShiftRight(lo, lo, uint16_t(16 - p), int32_t(n));
+            return lo;
+        }
+        LocalTensor<uint16_t> hi = lo[TILE];
+        if (o >= 16) {
+            AscendC::ShiftLeft(hi, hi, uint16_t(32 - o - p), int32_t(n));
+            AscendC::ShiftRight(hi, hi, uint16_t(16 - p), int32_t(n));
+            return hi;
+        }
+        AscendC::ShiftRight(lo, lo, uint16_t(o), int32_t(n));
+        AscendC::ShiftLeft(hi, hi, uint16_t(16 - o), int32_t(n));
+        AscendC::Or(lo, lo, hi, int32_t(n));
+        keep_low_bits(lo, p, n);
+        return lo;
     }
 
     __aicore__ inline void AddPackPlane(const Plane& plane, uint32_t stage, bool wide, uint32_t valid) {
