@@ -20,9 +20,11 @@
 //     shifts, which A2 supports on uint32). Table lookups and fp32 lane (de)interleaving are
 //     Gather. Compare (half) builds the escape masks.
 //   * scalar code is used where A2 has no vector form, and says so where it is: header parsing
-//     and parameter choice (a few hundred operations per frame), histograms (a scatter-add),
-//     the encoder's compaction of escaped entries, and the h32 checksum (no documented wrapping
-//     32-bit vector multiply). The decoder expands escapes with vector prefix sums and Gather;
+//     and parameter choice (a few hundred operations per frame) and the decoder's h32 checksum
+//     (no documented wrapping 32-bit vector multiply; the encoder's H32Vector splits the products
+//     so that none overflows). The encoder's histograms, group ranges and compaction are Compare
+//     + GatherMask (and its kept count); the decoder expands escapes with vector prefix sums and
+//     Gather;
 //   * pipes are ordered by queue events and targeted SetFlag/WaitFlag pairs (sync_pipes), and
 //     per-frame words reach GM through UB and DataCopyPad (store_word): the CPU model checks
 //     both (ffi/ascendc/sim/sim_engine.h, rules R1-R7).

@@ -47,6 +47,7 @@ struct half {
         if (!(f >= -2048.0f && f <= 2048.0f && f == float(int(f))))
             fail("half(%g): this model only holds integers of magnitude <= 2048 exactly", double(f));
     }
+    operator float() const { return v; }  // half -> float is exact
 };
 }  // namespace ascendc_sim
 
@@ -613,6 +614,18 @@ inline void Add(const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalT
     }
 }
 
+// Muls: the product must fit the type (the documentation promises no wrap-around).
+template <class T>
+inline void Muls(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue, const int32_t& count) {
+    static_assert(sim_detail::one_of<T, int16_t, int32_t>(), "Muls: integer forms on A2 are int16/int32");
+    sim_detail::unary_operands(dst, src, count, "Muls");
+    for (int32_t i = 0; i < count; i++) {
+        int64_t r = int64_t(src.ptr()[i]) * int64_t(scalarValue);
+        ENEC_SIM_CHECK(r >= std::numeric_limits<T>::min() && r <= std::numeric_limits<T>::max(), "Muls overflow");
+        dst.ptr()[i] = T(r);
+    }
+}
+
 template <class T>
 inline void Adds(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue, const int32_t& count) {
     static_assert(sim_detail::one_of<T, int16_t, int32_t>(), "Adds: integer forms on A2 are int16/int32");
@@ -719,6 +732,103 @@ inline void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const L
     for (uint32_t i = 0; i < count; i++)
         std::memcpy(&got[i], src.addr() + uint64_t(srcOffset.ptr()[i]) + srcBaseAddr, sizeof(T));
     std::memcpy(dst.addr(), got.data(), count * sizeof(T));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Element-wise Max / Min, reductions and mask compaction (the encoder's statistics and planes)
+// ---------------------------------------------------------------------------------------------
+
+template <class T>
+inline void Max(const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b, const int32_t& count) {
+    static_assert(sim_detail::one_of<T, int16_t, int32_t, float>(), "Max: A2 forms are half/int16/int32/float");
+    sim_detail::binary_operands(dst, a, b, count, "Max");
+    for (int32_t i = 0; i < count; i++) dst.ptr()[i] = a.ptr()[i] > b.ptr()[i] ? a.ptr()[i] : b.ptr()[i];
+}
+
+template <class T>
+inline void Min(const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b, const int32_t& count) {
+    static_assert(sim_detail::one_of<T, int16_t, int32_t, float>(), "Min: A2 forms are half/int16/int32/float");
+    sim_detail::binary_operands(dst, a, b, count, "Min");
+    for (int32_t i = 0; i < count; i++) dst.ptr()[i] = a.ptr()[i] < b.ptr()[i] ? a.ptr()[i] : b.ptr()[i];
+}
+
+// ReduceMax / ReduceMin over the first `count` elements: the result lands in dst[0] (its index in
+// dst[1] with calIndex). workLocal is scratch the instruction may overwrite.
+namespace sim_detail {
+template <class T, class Better>
+void reduce(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& work, int32_t count,
+            bool calIndex, Better better, const char* what) {
+    static_assert(one_of<T, half, float>(), "ReduceMax/ReduceMin: A2 supports half/float");
+    ENEC_SIM_CHECK(count > 0, "%s with count %d", what, count);
+    src.check_operand(count, what);
+    dst.check_operand(calIndex ? 2 : 1, what);
+    work.check_operand(count, what);
+    // The scratch use is not documented element by element: all of it counts as written.
+    ascendc_sim::instr(ascendc_sim::U_V, what, {src.rd(count), work.wr(count), dst.wr(calIndex ? 2 : 1)});
+    ascendc_sim::count_vector(uint64_t(count) * sizeof(T));
+    int32_t at = 0;
+    for (int32_t i = 1; i < count; i++)
+        if (better(float(src.ptr()[i]), float(src.ptr()[at]))) at = i;
+    T best = src.ptr()[at];
+    dst.ptr()[0] = best;
+    if (calIndex) dst.ptr()[1] = T(float(at));
+}
+}  // namespace sim_detail
+
+template <class T>
+inline void ReduceMax(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& workLocal,
+                      const int32_t count, bool calIndex = false) {
+    sim_detail::reduce(dst, src, workLocal, count, calIndex, [](float a, float b) { return a > b; }, "ReduceMax");
+}
+
+template <class T>
+inline void ReduceMin(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& workLocal,
+                      const int32_t count, bool calIndex = false) {
+    sim_detail::reduce(dst, src, workLocal, count, calIndex, [](float a, float b) { return a < b; }, "ReduceMin");
+}
+
+struct GatherMaskParams {
+    uint8_t src0BlockStride = 1;
+    uint16_t repeatTimes = 1;
+    uint16_t src0RepeatStride = 0;
+    uint8_t src1RepeatStride = 0;
+    GatherMaskParams() = default;
+    GatherMaskParams(uint8_t blockStride, uint16_t repeat, uint16_t src0Repeat, uint8_t src1Repeat)
+        : src0BlockStride(blockStride), repeatTimes(repeat), src0RepeatStride(src0Repeat), src1RepeatStride(src1Repeat) {}
+};
+
+// GatherMask with a user pattern (bit i of src1Pattern selects src0[i]; 16-bit data takes a uint16
+// pattern, 32-bit data a uint32 one), in counter mode (reduceMode true) with one repeat of `mask`
+// elements, the form the kernels use: the selected elements are written to dst in order and
+// rsvdCnt is their number. dst past rsvdCnt is undefined (the model leaves it unchanged).
+template <class T, class U>
+inline void GatherMask(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<U>& src1Pattern,
+                       const bool reduceMode, const uint32_t mask, const GatherMaskParams& params, uint64_t& rsvdCnt) {
+    static_assert(sim_detail::one_of<T, half, uint16_t, int16_t, float, uint32_t, int32_t>(),
+                  "GatherMask: data type not supported on A2");
+    static_assert(sizeof(U) == sizeof(T) && sim_detail::one_of<U, uint16_t, uint32_t>(),
+                  "GatherMask: the pattern is uint16 for 16-bit data and uint32 for 32-bit data");
+    ENEC_SIM_CHECK(reduceMode, "GatherMask: this model implements counter mode (reduceMode true) only");
+    ENEC_SIM_CHECK(params.repeatTimes == 1 && params.src0BlockStride == 1,
+                   "GatherMask: this model implements one repeat of contiguous elements only");
+    ENEC_SIM_CHECK(mask > 0, "GatherMask with mask 0");
+    src0.check_operand(mask, "GatherMask src0");
+    src1Pattern.check_operand((mask + 8 * sizeof(U) - 1) / (8 * sizeof(U)), "GatherMask pattern");
+    dst.check_operand(1, "GatherMask dst");
+    uint32_t patternElems = (mask + 8 * sizeof(U) - 1) / (8 * sizeof(U));
+    const uint8_t* bits = reinterpret_cast<const uint8_t*>(src1Pattern.ptr());
+    std::vector<T> kept;
+    for (uint32_t i = 0; i < mask; i++)
+        if ((bits[i / 8] >> (i % 8)) & 1) kept.push_back(src0.ptr()[i]);
+    if (!kept.empty()) dst.check_operand(kept.size(), "GatherMask dst");
+    ascendc_sim::instr(ascendc_sim::U_V, "GatherMask",
+                       {src0.rd(mask), src1Pattern.rd(patternElems), dst.wr(kept.size())});
+    ascendc_sim::count_vector(uint64_t(mask) * sizeof(T));
+    std::memcpy(dst.addr(), kept.data(), kept.size() * sizeof(T));
+    // rsvdCnt is read from the vector unit: the scalar unit waits for this instruction.
+    ascendc_sim::Core& c = ascendc_sim::core();
+    ascendc_sim::scalar_waits(c, ascendc_sim::U_V, c.clk[ascendc_sim::U_V].c[ascendc_sim::U_V]);
+    rsvdCnt = kept.size();
 }
 
 // ---------------------------------------------------------------------------------------------
