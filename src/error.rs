@@ -2,7 +2,7 @@
 
 use core::fmt;
 
-use crate::format::Dtype;
+use crate::dtype::Dtype;
 
 /// Everything that can go wrong while encoding or decoding.
 ///
