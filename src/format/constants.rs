@@ -33,3 +33,6 @@ pub const fn pad32(x: usize) -> usize {
 
 /// Most escape levels of the `ranked` coding.
 pub const MAX_LEVELS: usize = 3;
+
+/// Largest exponent alphabet (8 exponent bits).
+pub const MAX_SYMBOLS: usize = 256;

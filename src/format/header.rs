@@ -253,7 +253,7 @@ impl FrameHeader {
     }
 
     /// Parses frame `index` of a stream of `dtype` and checks every field's range. The frame size
-    /// is checked against the layout by [`FrameLayout::new`].
+    /// is checked against the layout by [`FrameLayout::new`](crate::format::FrameLayout::new).
     pub fn parse(frame: &[u8], dtype: Dtype, index: u32) -> Result<Self> {
         let b: &[u8; FRAME_HEADER_BYTES] = frame
             .get(..FRAME_HEADER_BYTES)

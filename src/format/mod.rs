@@ -11,7 +11,8 @@ mod plane;
 
 pub use constants::{
     pad32, ALIGN, DEFAULT_FRAME_LOG2, FRAME_HEADER_BYTES, GROUP_LEN, MAGIC, MAX_FRAME_LEN,
-    MAX_FRAME_LOG2, MAX_LEVELS, MIN_FRAME_LOG2, STREAM_HEADER_BYTES, VERSION_MAJOR, VERSION_MINOR,
+    MAX_FRAME_LOG2, MAX_LEVELS, MAX_SYMBOLS, MIN_FRAME_LOG2, STREAM_HEADER_BYTES, VERSION_MAJOR,
+    VERSION_MINOR,
 };
 pub use header::{FrameCoding, FrameHeader, FrameParams, GroupsParams, RankedParams, StreamInfo};
 pub use layout::{
