@@ -1,5 +1,8 @@
 //! Round trips of whole streams (proptest) and the API contract around them: determinism, size
 //! bound, header and frame index, frame-by-frame decoding, typed helpers, errors.
+//!
+//! Longer than 1,000 lines: one test crate compiles once for all of these contract checks, which
+//! share their case generators.
 
 mod common;
 use common::Rng;

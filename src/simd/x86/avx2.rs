@@ -1,5 +1,10 @@
 //! AVX2 kernels (with BMI1/2, LZCNT, POPCNT): what every x86_64 CPU with AVX2 runs, and what
 //! the AVX-512 kernels fall back to for the steps they do not cover.
+//!
+//! Longer than 1,000 lines on purpose: it is one instruction set's twin of `kernels/` and of the
+//! `Isa` trait's defaults, kept in one file so that each kernel sits beside the helpers (lane
+//! shuffles, plane loads) it shares with its neighbours and can be read against its portable
+//! twin in the same order.
 
 use super::*;
 
