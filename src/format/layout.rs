@@ -93,7 +93,7 @@ pub fn ranked_frame_bytes(
 /// The part of [`ranked_frame_bytes`] that the exponent coding does not change: the header and
 /// the residual plane.
 #[inline]
-pub fn ranked_fixed_bytes(dtype: Dtype, elements: usize, dead_bits: u8) -> usize {
+pub(crate) fn ranked_fixed_bytes(dtype: Dtype, elements: usize, dead_bits: u8) -> usize {
     let residual = 1 + dtype.mantissa_bits() - u32::from(dead_bits);
     FRAME_HEADER_BYTES + Plane::bytes(residual, elements)
 }
@@ -101,7 +101,7 @@ pub fn ranked_fixed_bytes(dtype: Dtype, elements: usize, dead_bits: u8) -> usize
 /// The rest of [`ranked_frame_bytes`]: symbol table, level planes and exponent plane (what the
 /// width search compares).
 #[inline]
-pub fn ranked_exponent_bytes(
+pub(crate) fn ranked_exponent_bytes(
     dtype: Dtype,
     elements: usize,
     levels: u8,

@@ -15,10 +15,8 @@ pub use constants::{
     VERSION_MINOR,
 };
 pub use header::{FrameCoding, FrameHeader, FrameParams, GroupsParams, RankedParams, StreamInfo};
-pub use layout::{
-    frame_bytes, max_encoded_len, ranked_exponent_bytes, ranked_fixed_bytes, ranked_frame_bytes,
-    FrameLayout,
-};
+pub use layout::{frame_bytes, max_encoded_len, ranked_frame_bytes, FrameLayout};
+pub(crate) use layout::{ranked_exponent_bytes, ranked_fixed_bytes};
 pub use plane::{Plane, Run, SubPlane};
 
 pub use crate::dtype::Dtype;

@@ -17,7 +17,7 @@ use crate::simd::Isa;
 /// header (`elements` in this frame, whether checksums are on) and against itself (its size must
 /// follow from its parameters). Returns the header and the frame's layout; `layout.bytes` is
 /// where the next frame starts. Used by every reader, so they all refuse the same frames.
-pub fn check_frame_header(
+pub(crate) fn check_frame_header(
     dtype: Dtype,
     checksums: bool,
     index: u32,

@@ -11,7 +11,7 @@ mod options;
 mod ranked;
 mod scratch;
 
-pub use decode::check_frame_header;
+pub(crate) use decode::check_frame_header;
 pub use options::{max_frame_bytes, Coding, Stores, STREAMING_STORES_FROM};
 
 use crate::error::Result;

@@ -76,7 +76,7 @@ pub fn groups_split(x: &mut [u8], high: &mut [u8], base: u32, n: u32, low: u32) 
 /// `x = ((b + half) - (y ^ half)) & mask`, since `b - sext(y) = (b + half) - (y ^ half)` with
 /// `half = 2^(n-1)`.
 #[derive(Clone, Copy, Debug)]
-pub struct GroupsBytes {
+pub(crate) struct GroupsBytes {
     /// `2^(n-1)`.
     pub half: u8,
     /// `b + 2^(n-1)` (mod 2^8).

@@ -198,7 +198,7 @@ pub fn choose_ranked(
 }
 
 /// The cost of a ranked frame's parts in bytes (FORMAT.md 4.4).
-pub struct FrameBytes;
+pub(crate) struct FrameBytes;
 
 impl RankedCost for FrameBytes {
     #[inline(always)]
