@@ -1001,16 +1001,15 @@ impl<S: Resolve32> OnePass<S> {
         let (codes, residuals) = (codes.as_ref(), residuals.as_ref());
         let (mut k, mut first) = (0, 0);
         if BYTES {
-            // bf16's byte merge leaves registers for four steps' exponents ahead of their
-            // merges (decode 1.06x from memory, 1.08x in cache over two; six: 0.99x;
-            // four for fp16: 0.98-0.99x; for fp32 they spilled, 0.55x).
+            // Only bf16's byte merge leaves registers for four steps' exponents ahead of
+            // their merges: more steps gain nothing, fp16 gains nothing, and fp32 spills.
             while first + 128 <= blocks {
                 k = self.pass::<B, BYTES, 2>(codes, residuals, first, k, acc)?;
                 first += 128;
             }
         }
         // Two steps at a time: the second step's codes and queue reads overlap the first
-        // one's merge (decode 1.03-1.06x over one; one step ahead in a loop, 0.98x).
+        // one's merge (a step fetched one ahead in a loop does not).
         for block in (first..blocks).step_by(64) {
             k = self.pass::<B, BYTES, 1>(codes, residuals, block, k, acc)?;
         }
@@ -1574,8 +1573,8 @@ impl StatsWindow {
     }
 }
 
-/// [`Isa::exponent_stats`] on AVX2, in two passes over the run (one pass did both, its
-/// registers spilling: encode 0.96x): [`hash_exponents_avx2`], then [`count_exponents_avx2`]
+/// [`Isa::exponent_stats`] on AVX2, in two passes over the run (one pass doing both spills
+/// registers): [`hash_exponents_avx2`], then [`count_exponents_avx2`]
 /// over the exponents it stored. The last elements short of 64 take the portable path.
 #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
 pub(super) unsafe fn exponent_stats_avx2<const B: usize>(
