@@ -1,10 +1,16 @@
-//! The one error type of the crate. Every variant says what went wrong and, where it helps, where.
+//! The codec's error. Every variant says what went wrong and, where it helps, where.
+//!
+//! One story for the whole crate: every stream, frame, streaming and I/O call returns [`Error`]
+//! (the `std::io` adapters wrap it in an `std::io::Error`). The checkpoint container, a layer
+//! above streams, returns [`crate::container::ContainerError`], which says where in the container
+//! a fault lies and nests this `Error` when an entry's enec stream fails to decode
+//! (`ContainerError::Stream`, also its `source()`).
 
 use core::fmt;
 
-use crate::format::Dtype;
+use crate::dtype::Dtype;
 
-/// Everything that can go wrong while encoding or decoding.
+/// Everything that can go wrong while encoding or decoding a stream.
 ///
 /// Decoding never panics: malformed, truncated or hostile input always ends in one of these.
 #[non_exhaustive]

@@ -60,7 +60,7 @@ mod private {
 /// `&mut` references to them). Each method is the codec's inherent method of the same meaning.
 pub trait Codec: private::Sealed {
     /// [`Encoder::encode`] or [`Decoder::decode`].
-    fn process(&mut self, input: &[u8], output: &mut [u8]) -> crate::Result<Progress>;
+    fn process(&mut self, input: &[u8], output: &mut [u8]) -> crate::error::Result<Progress>;
     /// The internal buffer space for the next input bytes (`input_buffer`).
     fn input_buffer(&mut self) -> &mut [u8];
     /// Marks `n` bytes of [`Codec::input_buffer`] as filled (`commit_input`).
@@ -70,7 +70,7 @@ pub trait Codec: private::Sealed {
     /// Marks `n` bytes of [`Codec::pending_output`] as handed out (`consume_output`).
     fn consume_output(&mut self, n: usize);
     /// `Ok` when the stream is complete (`finish`).
-    fn finish(&self) -> crate::Result<()>;
+    fn finish(&self) -> crate::error::Result<()>;
 }
 
 impl<const CAP: usize> private::Sealed for Decoder<CAP> {}
@@ -78,7 +78,7 @@ impl<const CAP: usize> private::Sealed for Encoder<CAP> {}
 impl<T: Codec> private::Sealed for &mut T {}
 
 impl<const CAP: usize> Codec for Decoder<CAP> {
-    fn process(&mut self, input: &[u8], output: &mut [u8]) -> crate::Result<Progress> {
+    fn process(&mut self, input: &[u8], output: &mut [u8]) -> crate::error::Result<Progress> {
         self.decode(input, output)
     }
     fn input_buffer(&mut self) -> &mut [u8] {
@@ -93,13 +93,13 @@ impl<const CAP: usize> Codec for Decoder<CAP> {
     fn consume_output(&mut self, n: usize) {
         Decoder::consume_output(self, n)
     }
-    fn finish(&self) -> crate::Result<()> {
+    fn finish(&self) -> crate::error::Result<()> {
         Decoder::finish(self)
     }
 }
 
 impl<const CAP: usize> Codec for Encoder<CAP> {
-    fn process(&mut self, input: &[u8], output: &mut [u8]) -> crate::Result<Progress> {
+    fn process(&mut self, input: &[u8], output: &mut [u8]) -> crate::error::Result<Progress> {
         self.encode(input, output)
     }
     fn input_buffer(&mut self) -> &mut [u8] {
@@ -114,13 +114,13 @@ impl<const CAP: usize> Codec for Encoder<CAP> {
     fn consume_output(&mut self, n: usize) {
         Encoder::consume_output(self, n)
     }
-    fn finish(&self) -> crate::Result<()> {
+    fn finish(&self) -> crate::error::Result<()> {
         Encoder::finish(self)
     }
 }
 
 impl<T: Codec> Codec for &mut T {
-    fn process(&mut self, input: &[u8], output: &mut [u8]) -> crate::Result<Progress> {
+    fn process(&mut self, input: &[u8], output: &mut [u8]) -> crate::error::Result<Progress> {
         T::process(self, input, output)
     }
     fn input_buffer(&mut self) -> &mut [u8] {
@@ -135,7 +135,7 @@ impl<T: Codec> Codec for &mut T {
     fn consume_output(&mut self, n: usize) {
         T::consume_output(self, n)
     }
-    fn finish(&self) -> crate::Result<()> {
+    fn finish(&self) -> crate::error::Result<()> {
         T::finish(self)
     }
 }
@@ -213,7 +213,7 @@ impl<C: Codec, R> Reader<C, R> {
     }
 
     /// `Ok` once the whole stream has gone through and been read out (the codec's `finish`).
-    pub fn finish(&self) -> crate::Result<()> {
+    pub fn finish(&self) -> crate::error::Result<()> {
         self.codec.finish()
     }
 
@@ -265,7 +265,7 @@ impl<C: Codec, W> Writer<C, W> {
     /// writer (call `flush` first: a `write` whose hand-over failed after taking input leaves
     /// output waiting, and `flush` retries it). A stream that received fewer bytes than it
     /// should gives [`Error::Truncated`].
-    pub fn finish(&self) -> crate::Result<()> {
+    pub fn finish(&self) -> crate::error::Result<()> {
         self.codec.finish()
     }
 

@@ -28,7 +28,8 @@
 //! # Ok::<(), enec::Error>(())
 //! ```
 #![no_std]
-#![deny(unsafe_code)] // allowed in `dispatch` and `simd` only: the run-time chosen AVX2 kernels
+#![deny(unsafe_op_in_unsafe_fn)] // but in the two x86 kernel files, see `simd/x86/mod.rs`
+#![deny(unsafe_code)] // allowed in `frame::dispatch` and `simd` only: the run-time chosen AVX2 kernels
 #![warn(missing_docs)]
 
 #[cfg(feature = "alloc")]
@@ -38,7 +39,7 @@ extern crate std;
 
 pub mod checksum;
 pub mod container;
-mod dispatch;
+mod dtype;
 mod error;
 pub mod format;
 pub mod frame;
@@ -49,11 +50,11 @@ mod stream;
 pub mod streaming;
 mod typed;
 
-#[doc(hidden)]
-pub use dispatch::{decode_frame_portable, encode_frame_portable};
-pub use dispatch::{kernels_in_use, simd_in_use};
 pub use error::{Error, Result};
 pub use format::{max_encoded_len, Dtype, FrameCoding, StreamInfo};
+#[doc(hidden)]
+pub use frame::dispatch::{decode_frame_portable, encode_frame_portable};
+pub use frame::dispatch::{kernels_in_use, simd_in_use};
 pub use frame::Coding;
 pub use stream::{
     decode, encode, frames, max_encoded_size, read_header, EncodeOptions, FrameInfo, Frames,

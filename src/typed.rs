@@ -7,7 +7,7 @@ use crate::format::Dtype;
 use crate::stream::{decode, encode, EncodeOptions};
 
 fn decode_typed(stream: &[u8], out: &mut [u8], dtype: Dtype) -> Result<usize> {
-    let info = crate::read_header(stream)?;
+    let info = crate::stream::read_header(stream)?;
     if info.dtype != dtype {
         return Err(Error::DtypeMismatch {
             stream: info.dtype,

@@ -11,6 +11,8 @@
 //! Every decoding path is held to this: the one-shot `decode`, and frame by frame with `frames()`
 //! and `frame::decode_frame` (how a parallel decoder works).
 
+mod common;
+use common::Rng;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use enec::frame::decode_frame;
@@ -18,21 +20,6 @@ use enec::{decode, encode, frames, max_encoded_size, Coding, Dtype, EncodeOption
 use half::{bf16, f16};
 
 const SLICE: &[u8] = include_bytes!("data/minilm-slice.f32.bin");
-
-/// xorshift64: seeded, deterministic.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 /// `n` real weights from `at` (an element offset into the slice), as `dtype` bytes.
 fn real(dtype: Dtype, at: usize, n: usize) -> Vec<u8> {
@@ -250,7 +237,7 @@ fn corrupt_all(case: &Case, checksums: bool, max_bits: usize) {
     } else {
         // Every bit of the stream header and of the first frame header, then a sample.
         (0..64 * 8)
-            .chain((0..max_bits - 64 * 8).map(|_| rng.below(bits)))
+            .chain((0..max_bits - 64 * 8).map(|_| rng.index(bits)))
             .collect()
     };
     let mut flipped = stream.clone();
@@ -300,12 +287,12 @@ fn corrupt_all(case: &Case, checksums: bool, max_bits: usize) {
     // scatters.
     let mut burst = stream.clone();
     for round in 0..400 {
-        let at = rng.below(stream.len());
-        let n = if round % 2 == 0 { 1 + rng.below(16) } else { 1 };
-        let scatter = if round % 2 == 0 { 1 } else { 2 + rng.below(6) };
+        let at = rng.index(stream.len());
+        let n = if round % 2 == 0 { 1 + rng.index(16) } else { 1 };
+        let scatter = if round % 2 == 0 { 1 } else { 2 + rng.index(6) };
         let mut places = Vec::new();
         for s in 0..scatter {
-            let at = if s == 0 { at } else { rng.below(stream.len()) };
+            let at = if s == 0 { at } else { rng.index(stream.len()) };
             let end = (at + n).min(stream.len());
             for (b, byte) in burst[at..end].iter_mut().enumerate() {
                 *byte = (rng.next() >> 40) as u8;
@@ -392,7 +379,7 @@ fn corrupt_sampled(case: &Case, checksums: bool, flips: usize, header_bits: usiz
     let mut rng = Rng(0xfeed_f00d ^ bits as u64);
     let mut flipped = stream.clone();
     for k in 0..flips {
-        let bit = if k < header_bits { k } else { rng.below(bits) };
+        let bit = if k < header_bits { k } else { rng.index(bits) };
         flipped[bit / 8] ^= 1 << (bit % 8);
         check(&flipped, len, expect, &|| {
             format!("{}: bit {bit} flipped", case.name)
@@ -412,7 +399,7 @@ fn corrupt_sampled(case: &Case, checksums: bool, flips: usize, header_bits: usiz
             ]
         })
         .collect();
-    lengths.extend((0..cuts).map(|_| rng.below(stream.len())));
+    lengths.extend((0..cuts).map(|_| rng.index(stream.len())));
     for cut in lengths {
         let ok = check(&stream[..cut], len, expect, &|| {
             format!("{}: truncated to {cut}", case.name)

@@ -1,6 +1,8 @@
 //! Unit tests of the public block kernels (`enec::kernels`) against FORMAT.md, with expected
 //! values computed independently in the test (from the format text, brute force or a sort).
 
+mod common;
+use common::Rng;
 use enec::format::{frame_bytes, ranked_frame_bytes, FrameLayout, FrameParams, RankedParams};
 use enec::kernels::{
     choose_ranked, escape_masks, expand, groups_forward, groups_inverse, groups_unflagged,
@@ -8,29 +10,6 @@ use enec::kernels::{
     PlaneWriter, RankedCost, Ranking, GROUPS_BASES, MAX_LEVELS, MAX_SYMBOLS,
 };
 use enec::Dtype;
-
-/// SplitMix64: a small deterministic generator, so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn bits(&mut self, w: u32) -> u32 {
-        if w == 0 {
-            0
-        } else {
-            (self.next() as u32) & (u32::MAX >> (32 - w))
-        }
-    }
-}
 
 fn mask(w: u32) -> u32 {
     if w == 0 {

@@ -1,6 +1,11 @@
 //! Round trips of whole streams (proptest) and the API contract around them: determinism, size
 //! bound, header and frame index, frame-by-frame decoding, typed helpers, errors.
+//!
+//! Longer than 1,000 lines: one test crate compiles once for all of these contract checks, which
+//! share their case generators.
 
+mod common;
+use common::Rng;
 use enec::checksum::h32;
 use enec::frame::decode_frame;
 use enec::{
@@ -11,26 +16,6 @@ use half::{bf16, f16};
 use proptest::prelude::*;
 
 const CODINGS: [Coding; 3] = [Coding::Auto, Coding::Groups, Coding::Ranked];
-
-/// SplitMix64: deterministic values for the seeded generators.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    /// Uniform in [0, 1).
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32
-    }
-}
 
 fn mask(w: u32) -> u32 {
     if w == 0 {

@@ -3,6 +3,8 @@
 //! and errors; truncated, corrupt and hostile streams end in an error, never a panic; capacity
 //! limits are enforced with `FrameTooLarge`; the adapters round-trip.
 
+mod common;
+use common::Rng;
 use enec::io::{DecodeReader, DecodeWriter, EncodeReader, EncodeWriter, IoError};
 use enec::streaming::{capacity_for, Progress, DEFAULT_CAPACITY_FP32};
 use enec::{
@@ -17,22 +19,6 @@ const CAP: usize = capacity_for(Dtype::Fp32, 4096);
 const HOSTILE_CAP: usize = 2 * CAP;
 
 const CODINGS: [Coding; 3] = [Coding::Auto, Coding::Groups, Coding::Ranked];
-
-/// SplitMix64.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32
-    }
-}
 
 /// `n` elements of `dtype`: weight-like values, random bits, a constant, values with dead low
 /// bits, or special values (NaN, infinities, -0.0, subnormals).

@@ -1,4 +1,4 @@
-//! Instruction-set variants of the hot block kernels, chosen per frame by [`crate::dispatch`].
+//! Instruction-set variants of the hot block kernels, chosen per frame by `frame::dispatch`.
 //!
 //! [`Isa`] lists the kernels the frame loops call in their inner steps. Its default methods are
 //! the portable kernels of [`crate::kernels`] (the reference, and what no_std and non-x86 builds

@@ -1,5 +1,8 @@
 //! AVX-512 kernels (F/BW/VL/VBMI/VBMI2/BITALG with GFNI): 512-bit registers and mask registers
 //! for the hottest steps; [`Avx2`] runs them only where the CPU has every feature.
+//!
+//! Longer than 1,000 lines for the reason `avx2.rs` gives: one instruction set's kernels, in the
+//! order of their portable twins.
 
 use super::*;
 

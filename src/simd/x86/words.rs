@@ -64,8 +64,7 @@ pub(super) type PlaneWords = [(usize, u32, u32, u16); 5];
 /// steps can run: `blocks > 0`, each sub-plane of both planes one run of words
 /// ([`residual_words`]), `slack` readable queue bytes past the queued exponents, and the hash
 /// at a block boundary. None: the separate steps.
-// Always inlined: out of line (since it moved out of the steps' module) it took 5% of
-// decoding in cache.
+// Always inlined: called out of line, it costs about 5% of decoding in cache.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn one_pass_words(

@@ -1,16 +1,18 @@
 //! Runtime choice of instruction set for the per-frame element loops.
 //!
-//! The frame loops (`frame.rs`) are generic over [`crate::simd::Isa`]. With the `std` feature on
-//! x86_64 they are compiled a second time with AVX2 (and BMI1/2, LZCNT, POPCNT) enabled, over the
-//! kernels of `simd/` (AVX2, and AVX-512 where the CPU has F/BW/VL/VBMI/VBMI2/BITALG and
-//! GFNI), and chosen at run time when the CPU has them; everything else (no_std builds, other
+//! The frame loops (`encode.rs`, `decode.rs`) are generic over [`crate::simd::Isa`]. With the
+//! `std` feature on x86_64 they are compiled a second time with AVX2 (and BMI1/2, LZCNT, POPCNT)
+//! enabled, over the kernels of `simd/` (AVX2, and AVX-512 where the CPU has
+//! F/BW/VL/VBMI/VBMI2/BITALG and GFNI), and chosen at run time when the CPU has them; everything else (no_std builds, other
 //! architectures) runs the portable kernels. All produce identical bytes: `src/simd/tests.rs`
 //! compares each kernel, `tests/dispatch.rs` whole frames.
 #![allow(unsafe_code)]
 
+use super::decode::decode_frame_impl;
+use super::encode::{encode_frame_impl, frame_elements};
+use super::options::{Coding, Stores};
 use crate::error::Result;
 use crate::format::Dtype;
-use crate::frame::{decode_frame_impl, encode_frame_impl, Coding, Stores};
 use crate::simd::Portable;
 
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
@@ -138,12 +140,7 @@ pub fn encode_frame_portable(
     input: &[u8],
     out: &mut [u8],
 ) -> Result<usize> {
-    let eb = dtype.element_bytes();
-    let elements = input.len() / eb;
-    if !input.len().is_multiple_of(eb) || elements == 0 || elements > crate::format::MAX_FRAME_LEN {
-        // Same validation as the public function, which reports it.
-        return crate::frame::encode_frame(dtype, coding, checksums, input, out);
-    }
+    let elements = frame_elements(dtype, input)?;
     encode_frame_impl(
         Portable,
         dtype,

@@ -1,0 +1,141 @@
+//! Element fields: how an element splits into its exponent and its residual (sign and live
+//! mantissa bits), the lanes residuals travel in, and the loads and stores of whole elements.
+
+use crate::format::Dtype;
+
+/// Elements the frame loops process per step; sizes their stack scratch (the decoder's is about
+/// `CHUNK * 20` bytes, `examples/stack_usage.rs`).
+pub const CHUNK: usize = 1024;
+
+/// How an element splits into exponent and residual (sign and the live mantissa bits).
+#[derive(Clone, Copy, Debug)]
+pub struct Fields {
+    /// Exponent bits `E`.
+    pub e: u32,
+    /// Mantissa bits `M`.
+    pub m: u32,
+    /// Dead low mantissa bits `k` (not stored).
+    pub k: u32,
+}
+
+impl Fields {
+    /// Fields of `dtype` with `k` dead bits.
+    pub fn new(dtype: Dtype, k: u32) -> Fields {
+        Fields {
+            e: dtype.exponent_bits(),
+            m: dtype.mantissa_bits(),
+            k,
+        }
+    }
+
+    /// Width of the residual: sign plus live mantissa bits.
+    #[inline(always)]
+    pub fn residual_bits(&self) -> u32 {
+        1 + self.m - self.k
+    }
+
+    /// Splits an element into (exponent, residual).
+    #[inline(always)]
+    pub fn split(&self, u: u32) -> (u32, u32) {
+        let x = (u >> self.m) & ((1 << self.e) - 1);
+        let sign = u >> (self.e + self.m);
+        let mant = u & ((1 << self.m) - 1);
+        (x, (sign << (self.m - self.k)) | (mant >> self.k))
+    }
+
+    /// Joins an exponent and a residual back into an element.
+    #[inline(always)]
+    pub fn merge(&self, x: u32, r: u32) -> u32 {
+        let live = self.m - self.k;
+        ((r >> live) << (self.e + self.m)) | (x << self.m) | ((r & ((1 << live) - 1)) << self.k)
+    }
+}
+
+/// Reads element `i` of a little-endian array of `B`-byte elements (2 or 4).
+#[inline(always)]
+pub fn load<const B: usize>(bytes: &[u8], i: usize) -> u32 {
+    let b = &bytes[B * i..B * i + B];
+    if B == 2 {
+        u32::from(u16::from_le_bytes([b[0], b[1]]))
+    } else {
+        u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    }
+}
+
+/// Writes element `i` of a little-endian array of `B`-byte elements (2 or 4).
+#[inline(always)]
+pub fn store<const B: usize>(bytes: &mut [u8], i: usize, u: u32) {
+    bytes[B * i..B * i + B].copy_from_slice(&u.to_le_bytes()[..B]);
+}
+
+/// Merges a run of exponents and residuals into elements and stores them little-endian
+/// (`out.len() == B * x.len()`).
+#[inline(always)]
+pub fn merge_store<const B: usize, L: Lane>(fields: &Fields, x: &[u8], r: &[L], out: &mut [u8]) {
+    for ((o, &x), &r) in out.chunks_exact_mut(B).zip(x).zip(r) {
+        let u = fields.merge(u32::from(x), r.get());
+        o.copy_from_slice(&u.to_le_bytes()[..B]);
+    }
+}
+
+/// Lane types a plane can be unpacked into (the value must fit).
+pub trait Lane: bytemuck::Pod + Default {
+    /// Width in bits.
+    const BITS: u32;
+    /// ORs a field (already shifted into place) into the lane.
+    fn or_field(self, field: u32) -> Self;
+    /// The lane's value.
+    fn get(self) -> u32;
+    /// A lane holding the low bits of `v`.
+    fn truncate(v: u32) -> Self;
+}
+
+macro_rules! lane {
+    ($($t:ty),*) => {$(
+        impl Lane for $t {
+            const BITS: u32 = <$t>::BITS;
+            #[inline(always)]
+            fn or_field(self, field: u32) -> Self {
+                self | field as $t
+            }
+            #[inline(always)]
+            fn get(self) -> u32 {
+                self.into()
+            }
+            #[inline(always)]
+            fn truncate(v: u32) -> Self {
+                v as $t
+            }
+        }
+    )*};
+}
+lane!(u8, u16, u32);
+
+/// The exponents of a run of little-endian `B`-byte elements (`input.len() == B * x.len()`).
+#[inline(always)]
+pub fn exponents<const B: usize>(fields: &Fields, input: &[u8], x: &mut [u8]) {
+    for (x, e) in x.iter_mut().zip(input.chunks_exact(B)) {
+        *x = fields.split(load::<B>(e, 0)).0 as u8;
+    }
+}
+
+/// Splits a run of little-endian `B`-byte elements (`input.len() == B * x.len()`) into their
+/// exponents and residuals.
+#[inline(always)]
+pub fn split_load<const B: usize, L: Lane>(
+    fields: &Fields,
+    input: &[u8],
+    x: &mut [u8],
+    r: &mut [L],
+) {
+    for ((e, x), r) in input.chunks_exact(B).zip(x.iter_mut()).zip(r.iter_mut()) {
+        let u = if B == 2 {
+            u32::from(u16::from_le_bytes([e[0], e[1]]))
+        } else {
+            u32::from_le_bytes([e[0], e[1], e[2], e[3]])
+        };
+        let (xe, re) = fields.split(u);
+        *x = xe as u8;
+        *r = L::truncate(re);
+    }
+}
