@@ -68,12 +68,38 @@ pub fn decode_into(stream: &[u8], out: &mut [u8], threads: usize) -> Result<usiz
     let out = out.get_mut(..total).ok_or(Error::OutputTooSmall {
         needed: total as u64,
     })?;
-    let jobs = FrameWalk::new(stream, info, out, 0).map(|run| match run {
-        Ok(frames) => Job::Frames(frames),
-        Err(error) => Job::Fail(error),
-    });
-    run(jobs, threads, Job::run)?;
+    let jobs = stream_jobs(FrameWalk::new(stream, info, 0, 0, RUN_BYTES));
+    run(
+        Carve::new(jobs, out),
+        threads,
+        || (),
+        |(), (job, out)| job.run_into(out),
+    )?;
     Ok(total)
+}
+
+/// Decodes the bare enec stream `stream` on `threads` threads, each into a buffer of its own
+/// (about `chunk` bytes, reused), and hands every decoded run of frames to `write` with its
+/// offset in the decoded data, from several threads at once and in no particular order. For
+/// writers with positioned writes (`pwrite`): memory stays at `threads` buffers whatever the
+/// stream's size. Returns the decoded length; a failure of `write` stops the decoding and is
+/// returned. Decoding errors are those of [`crate::decode`], ordered as there with the writes'.
+pub fn decode_with<E, W>(
+    stream: &[u8],
+    threads: usize,
+    chunk: usize,
+    write: W,
+) -> core::result::Result<u64, E>
+where
+    E: From<Error> + Send,
+    W: Fn(u64, &[u8]) -> core::result::Result<(), E> + Sync,
+{
+    let info = StreamInfo::parse(stream)?;
+    let jobs = stream_jobs(FrameWalk::new(stream, info, 0, 0, chunk));
+    run(jobs, threads, Vec::new, |buffer, job| {
+        job.run_with(buffer, &write)
+    })?;
+    Ok(info.decoded_bytes())
 }
 
 /// Restores the original bytes of entry number `number` of `container` into the start of `out`
@@ -94,8 +120,13 @@ pub fn decode_entry_into(
     let out = out.get_mut(..len).ok_or(ContainerError::OutputTooSmall {
         needed: entry.original_len,
     })?;
-    let jobs = EntryJobs::new(container, number, entry, out);
-    run(jobs, threads, Job::run)?;
+    let jobs = EntryJobs::new(container, number, entry, 0, RUN_BYTES);
+    run(
+        Carve::new(jobs, out),
+        threads,
+        || (),
+        |(), (job, out)| job.run_into(out),
+    )?;
     Ok(len)
 }
 
@@ -113,13 +144,34 @@ pub fn decode_container_into(
         .ok()
         .and_then(|len| out.get_mut(..len))
         .ok_or(ContainerError::OutputTooSmall { needed })?;
-    let jobs = ContainerJobs {
-        container: *container,
-        entries: container.entries(),
-        rest: out,
-        current: None,
-    };
-    run(jobs, threads, Job::run)
+    let jobs = ContainerJobs::new(container, RUN_BYTES);
+    run(
+        Carve::new(jobs, out),
+        threads,
+        || (),
+        |(), (job, out)| job.run_into(out),
+    )
+}
+
+/// [`decode_container_into`] through `write`, as [`decode_with`] does for a bare stream: every
+/// restored run of bytes is handed to `write` with its offset in the original file, from
+/// several threads at once and in no particular order (verbatim pieces straight from the
+/// container, after their checksum is verified). Memory: `threads` buffers of about `chunk`
+/// bytes. The first error in file order is returned, whether decoding or `write` failed.
+pub fn decode_container_with<E, W>(
+    container: &Container<'_>,
+    threads: usize,
+    chunk: usize,
+    write: W,
+) -> core::result::Result<(), E>
+where
+    E: From<ContainerError> + Send,
+    W: Fn(u64, &[u8]) -> core::result::Result<(), E> + Sync,
+{
+    let jobs = ContainerJobs::new(container, chunk);
+    run(jobs, threads, Vec::new, |buffer, job| {
+        job.run_with(buffer, &write)
+    })
 }
 
 /// Encodes `input` into `out` on `threads` threads and returns the stream length: the same
@@ -163,27 +215,32 @@ pub fn encode_into(
     let too_small = Error::OutputTooSmall {
         needed: bound as u64,
     };
-    run(jobs, threads, |(start, run_input, dst, len)| {
-        let mut at = 0;
-        for (offset, frame) in (start..).step_by(frame_in).zip(run_input.chunks(frame_in)) {
-            let next = &input[offset + frame.len()..];
-            let room = dst.get_mut(at..).ok_or(too_small)?;
-            at += encode_frame_before(
-                options.dtype,
-                options.coding,
-                options.checksums,
-                frame,
-                next,
-                room,
-            )
-            .map_err(|e| match e {
-                Error::OutputTooSmall { .. } => too_small,
-                other => other,
-            })?;
-        }
-        *len = at;
-        Ok(())
-    })?;
+    run(
+        jobs,
+        threads,
+        || (),
+        |(), (start, run_input, dst, len)| {
+            let mut at = 0;
+            for (offset, frame) in (start..).step_by(frame_in).zip(run_input.chunks(frame_in)) {
+                let next = &input[offset + frame.len()..];
+                let room = dst.get_mut(at..).ok_or(too_small)?;
+                at += encode_frame_before(
+                    options.dtype,
+                    options.coding,
+                    options.checksums,
+                    frame,
+                    next,
+                    room,
+                )
+                .map_err(|e| match e {
+                    Error::OutputTooSmall { .. } => too_small,
+                    other => other,
+                })?;
+            }
+            *len = at;
+            Ok(())
+        },
+    )?;
     // Move the runs together: each lands at or before its slot, so in order nothing is
     // overwritten before it moves.
     let mut at = 0;
@@ -194,25 +251,31 @@ pub fn encode_into(
     Ok(STREAM_HEADER_BYTES + at)
 }
 
-/// Runs `work` on every job of `jobs` on `threads` threads (the calling one included), handing
-/// jobs out in order. Returns the error of the first job (in `jobs` order) that failed: threads
-/// stop taking jobs after a failure, but finish those they hold, and every job before the failed
-/// one was handed out already.
-fn run<J, E, I, W>(jobs: I, threads: usize, work: W) -> core::result::Result<(), E>
+/// Runs `work` on every job of `jobs` on `threads` threads (the calling one included, each
+/// with its own `state()`), handing jobs out in order. Returns the error of the first job (in
+/// `jobs` order) that failed: threads stop taking jobs after a failure, but finish those they
+/// hold, and every job before the failed one was handed out already.
+fn run<J, E, S, I, W>(
+    jobs: I,
+    threads: usize,
+    state: impl Fn() -> S + Sync,
+    work: W,
+) -> core::result::Result<(), E>
 where
     I: Iterator<Item = J> + Send,
     J: Send,
     E: Send,
-    W: Fn(J) -> core::result::Result<(), E> + Sync,
+    W: Fn(&mut S, J) -> core::result::Result<(), E> + Sync,
 {
     let jobs = Mutex::new(jobs.enumerate());
     let failed = AtomicBool::new(false);
     let worker = || -> Option<(usize, E)> {
+        let mut state = state();
         while !failed.load(Ordering::Relaxed) {
             // A panic cannot leave the iterator half-updated in a way that matters here.
             let next = jobs.lock().unwrap_or_else(PoisonError::into_inner).next();
             let (number, job) = next?;
-            if let Err(error) = work(job) {
+            if let Err(error) = work(&mut state, job) {
                 failed.store(true, Ordering::Relaxed);
                 return Some((number, error));
             }
@@ -258,30 +321,44 @@ impl Fault for ContainerError {
     }
 }
 
-/// One unit of work: a run of frames, a verbatim piece, or the error the walk found at this
-/// point of the file.
-enum Job<'a, E> {
+/// One unit of work: bytes `start..start + len` of the output.
+struct Job<'a, E> {
+    start: u64,
+    len: usize,
+    work: Work<'a, E>,
+}
+
+enum Work<'a, E> {
+    /// A run of frames.
     Frames(FrameRun<'a>),
+    /// A verbatim piece and its checksum.
     Raw {
+        entry: u64,
         payload: &'a [u8],
         checksum: u32,
-        out: &'a mut [u8],
         mismatch: E,
     },
+    /// The error the walk found at this point of the file.
     Fail(E),
 }
 
 impl<E: Fault> Job<'_, E> {
-    fn run(self) -> core::result::Result<(), E> {
-        match self {
-            Job::Frames(mut frames) => frames.decode().map_err(|e| E::in_stream(frames.entry, e)),
-            Job::Raw {
+    /// Restores the job's bytes into `out` (`len` bytes).
+    fn run_into(self, out: &mut [u8]) -> core::result::Result<(), E> {
+        match self.work {
+            Work::Frames(frames) => frames.decode(out, frames.stores),
+            Work::Raw {
+                entry,
                 payload,
                 checksum,
-                out,
                 mismatch,
             } => {
-                // The jobs are built with `out.len() == payload.len()`.
+                let out = out.get_mut(..payload.len()).ok_or(E::in_stream(
+                    entry,
+                    Error::OutputTooSmall {
+                        needed: payload.len() as u64,
+                    },
+                ))?;
                 out.copy_from_slice(payload);
                 if h32(out) == checksum {
                     Ok(())
@@ -289,12 +366,68 @@ impl<E: Fault> Job<'_, E> {
                     Err(mismatch)
                 }
             }
-            Job::Fail(error) => Err(error),
+            Work::Fail(error) => Err(error),
+        }
+    }
+
+    /// Restores the job's bytes (in `buffer`, grown once to the largest run, never shrunk) and
+    /// hands them to `write`.
+    fn run_with<F, W>(self, buffer: &mut Vec<u8>, write: &W) -> core::result::Result<(), F>
+    where
+        F: From<E>,
+        W: Fn(u64, &[u8]) -> core::result::Result<(), F>,
+    {
+        match self.work {
+            Work::Frames(frames) => {
+                if buffer.len() < self.len {
+                    buffer.resize(self.len, 0);
+                }
+                let out = &mut buffer[..self.len];
+                // Through the cache: `write` reads the run back at once.
+                frames.decode::<E>(out, Stores::Cached)?;
+                write(self.start, out)
+            }
+            Work::Raw {
+                payload,
+                checksum,
+                mismatch,
+                ..
+            } => {
+                if h32(payload) != checksum {
+                    return Err(mismatch.into());
+                }
+                write(self.start, payload)
+            }
+            Work::Fail(error) => Err(error.into()),
         }
     }
 }
 
-/// Frames `first..` of a stream (as many as fill `out`), whose headers the walk checked.
+/// Hands each job its part of `rest`, in order (jobs cover the output without gaps).
+struct Carve<'a, I> {
+    jobs: I,
+    rest: &'a mut [u8],
+}
+
+impl<'a, I> Carve<'a, I> {
+    fn new(jobs: I, out: &'a mut [u8]) -> Carve<'a, I> {
+        Carve { jobs, rest: out }
+    }
+}
+
+impl<'a, 'j, E, I: Iterator<Item = Job<'j, E>>> Iterator for Carve<'a, I> {
+    type Item = (Job<'j, E>, &'a mut [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let job = self.jobs.next()?;
+        let len = job.len.min(self.rest.len());
+        let (out, rest) = core::mem::take(&mut self.rest).split_at_mut(len);
+        self.rest = rest;
+        Some((job, out))
+    }
+}
+
+/// Frames `first..first + count` of a stream, whose headers the walk checked.
 struct FrameRun<'a> {
     entry: u64,
     info: StreamInfo,
@@ -302,20 +435,22 @@ struct FrameRun<'a> {
     /// Offset of frame `first` in `stream`.
     at: usize,
     first: u32,
-    out: &'a mut [u8],
+    count: u32,
+    /// How [`crate::decode`] would write this stream into memory.
     stores: Stores,
 }
 
 impl FrameRun<'_> {
-    fn decode(&mut self) -> Result<()> {
+    fn decode<E: Fault>(&self, out: &mut [u8], stores: Stores) -> core::result::Result<(), E> {
         let (dtype, checksums) = (self.info.dtype, self.info.checksums);
         let frame_out = self.info.frame_len() * dtype.element_bytes();
         let mut at = self.at;
-        for (index, dst) in (self.first..).zip(self.out.chunks_mut(frame_out)) {
+        let frames = self.first..self.first + self.count;
+        for (index, dst) in frames.zip(out.chunks_mut(frame_out)) {
             let frame = self.stream.get(at..).unwrap_or(&[]);
             let elements = self.info.frame_elements(index);
-            at += decode_frame_with(dtype, checksums, index, elements, frame, dst, self.stores)
-                .map_err(|e| at_offset(e, at, self.stream.len()))?;
+            at += decode_frame_with(dtype, checksums, index, elements, frame, dst, stores)
+                .map_err(|e| E::in_stream(self.entry, at_offset(e, at, self.stream.len())))?;
         }
         Ok(())
     }
@@ -333,7 +468,7 @@ fn at_offset(error: Error, at: usize, stream_len: usize) -> Error {
     }
 }
 
-/// Walks a stream's frame headers and cuts it into runs of about [`RUN_BYTES`] of output; the
+/// Walks a stream's frame headers and cuts it into runs of about `run_bytes` of output; the
 /// first bad header (or trailing bytes) ends the walk with its error, after the runs before it.
 struct FrameWalk<'a> {
     entry: u64,
@@ -341,28 +476,41 @@ struct FrameWalk<'a> {
     stream: &'a [u8],
     at: usize,
     index: u32,
-    rest: &'a mut [u8],
+    /// Offset in the whole output of frame `index`'s output.
+    start: u64,
+    frames_per_run: u32,
     stores: Stores,
     pending: Option<Error>,
     done: bool,
 }
 
 impl<'a> FrameWalk<'a> {
-    /// `out` is exactly the decoded length of `stream`, whose header is `info`.
-    fn new(stream: &'a [u8], info: StreamInfo, out: &'a mut [u8], entry: u64) -> FrameWalk<'a> {
+    /// The stream `stream`, whose header is `info`, decoded to offset `start` of the output.
+    fn new(
+        stream: &'a [u8],
+        info: StreamInfo,
+        entry: u64,
+        start: u64,
+        run_bytes: usize,
+    ) -> FrameWalk<'a> {
         // As `crate::decode` chooses: the bytes are the same either way.
-        let stores = if out.len() >= STREAMING_STORES_FROM {
+        let stores = if info.decoded_bytes() >= STREAMING_STORES_FROM as u64 {
             Stores::Streaming
         } else {
             Stores::Cached
         };
+        let frame_out = info.frame_len() * info.dtype.element_bytes();
+        let frames_per_run = u32::try_from(run_bytes / frame_out)
+            .unwrap_or(u32::MAX)
+            .max(1);
         FrameWalk {
             entry,
             info,
             stream,
             at: STREAM_HEADER_BYTES,
             index: 0,
-            rest: out,
+            start,
+            frames_per_run,
             stores,
             pending: None,
             done: false,
@@ -387,9 +535,9 @@ impl<'a> FrameWalk<'a> {
 }
 
 impl<'a> Iterator for FrameWalk<'a> {
-    type Item = Result<FrameRun<'a>>;
+    type Item = core::result::Result<(u64, usize, FrameRun<'a>), Error>;
 
-    fn next(&mut self) -> Option<Result<FrameRun<'a>>> {
+    fn next(&mut self) -> Option<Self::Item> {
         if let Some(error) = self.pending.take() {
             self.done = true;
             return Some(Err(error));
@@ -397,11 +545,10 @@ impl<'a> Iterator for FrameWalk<'a> {
         if self.done {
             return None;
         }
-        let (dtype, frame_count) = (self.info.dtype, self.info.frame_count);
-        let per_run = (RUN_BYTES / (self.info.frame_len() * dtype.element_bytes())).max(1);
-        let (first, start) = (self.index, self.at);
+        let frame_count = self.info.frame_count;
+        let (first, at) = (self.index, self.at);
         let mut elements = 0;
-        while self.index < frame_count && ((self.index - first) as usize) < per_run {
+        while self.index < frame_count && self.index - first < self.frames_per_run {
             match self.check_next() {
                 Ok(bytes) => {
                     elements += self.info.frame_elements(self.index);
@@ -425,40 +572,79 @@ impl<'a> Iterator for FrameWalk<'a> {
             self.done = true;
             return self.pending.take().map(Err);
         }
-        let (out, rest) =
-            core::mem::take(&mut self.rest).split_at_mut(elements * dtype.element_bytes());
-        self.rest = rest;
-        Some(Ok(FrameRun {
+        let (start, len) = (self.start, elements * self.info.dtype.element_bytes());
+        self.start += len as u64;
+        let run = FrameRun {
             entry: self.entry,
             info: self.info,
             stream: self.stream,
-            at: start,
+            at,
             first,
-            out,
+            count: self.index - first,
             stores: self.stores,
-        }))
+        };
+        Some(Ok((start, len, run)))
+    }
+}
+
+/// The jobs of a walk, errors reported as `E`.
+struct StreamJobs<'a, E> {
+    walk: FrameWalk<'a>,
+    marker: core::marker::PhantomData<fn() -> E>,
+}
+
+fn stream_jobs<E>(walk: FrameWalk<'_>) -> StreamJobs<'_, E> {
+    StreamJobs {
+        walk,
+        marker: core::marker::PhantomData,
+    }
+}
+
+impl<'a, E: Fault> Iterator for StreamJobs<'a, E> {
+    type Item = Job<'a, E>;
+
+    fn next(&mut self) -> Option<Job<'a, E>> {
+        let (entry, end) = (self.walk.entry, self.walk.start);
+        Some(match self.walk.next()? {
+            Ok((start, len, frames)) => Job {
+                start,
+                len,
+                work: Work::Frames(frames),
+            },
+            Err(error) => Job {
+                start: end,
+                len: 0,
+                work: Work::Fail(E::in_stream(entry, error)),
+            },
+        })
     }
 }
 
 /// The jobs of one container entry.
 enum EntryJobs<'a> {
     One(Option<Job<'a, ContainerError>>),
-    Frames(FrameWalk<'a>),
+    Frames(StreamJobs<'a, ContainerError>),
 }
 
 impl<'a> EntryJobs<'a> {
-    /// `out` is exactly `entry.original_len` bytes.
+    /// Entry `number`, restored to offset `start` of the output.
     fn new(
         container: &Container<'a>,
         number: u64,
         entry: &Entry<'_>,
-        out: &'a mut [u8],
+        start: u64,
+        run_bytes: usize,
     ) -> EntryJobs<'a> {
-        let corrupt = |reason| {
-            EntryJobs::One(Some(Job::Fail(ContainerError::CorruptIndex {
-                entry: number,
-                reason,
-            })))
+        let fail = |error| {
+            EntryJobs::One(Some(Job {
+                start,
+                len: 0,
+                work: Work::Fail(error),
+            }))
+        };
+        let corrupt = |reason| ContainerError::CorruptIndex {
+            entry: number,
+            reason,
         };
         // `entry` may come from elsewhere than `container`'s index: check it fits before slicing.
         let fits = entry
@@ -466,25 +652,28 @@ impl<'a> EntryJobs<'a> {
             .checked_add(entry.len)
             .is_some_and(|end| end <= container.index().index_offset());
         if !fits {
-            return corrupt("payload extends past the index");
-        }
-        if out.len() as u64 != entry.original_len {
-            return corrupt("pieces do not add up to the original length");
+            return fail(corrupt("payload extends past the index"));
         }
         let payload = container.payload(entry);
         match entry.kind {
-            PieceKind::Raw if payload.len() != out.len() => {
-                corrupt("raw payload length differs from the original")
+            PieceKind::Raw if payload.len() as u64 != entry.original_len => {
+                fail(corrupt("raw payload length differs from the original"))
             }
-            PieceKind::Raw => EntryJobs::One(Some(Job::Raw {
-                payload,
-                checksum: entry.checksum,
-                out,
-                mismatch: ContainerError::RawChecksumMismatch { entry: number },
+            PieceKind::Raw => EntryJobs::One(Some(Job {
+                start,
+                len: payload.len(),
+                work: Work::Raw {
+                    entry: number,
+                    payload,
+                    checksum: entry.checksum,
+                    mismatch: ContainerError::RawChecksumMismatch { entry: number },
+                },
             })),
             PieceKind::Enec => match check_stream(number, entry, payload) {
-                Ok(info) => EntryJobs::Frames(FrameWalk::new(payload, info, out, number)),
-                Err(error) => EntryJobs::One(Some(Job::Fail(error))),
+                Ok(info) => EntryJobs::Frames(stream_jobs(FrameWalk::new(
+                    payload, info, number, start, run_bytes,
+                ))),
+                Err(error) => fail(error),
             },
         }
     }
@@ -496,24 +685,28 @@ impl<'a> Iterator for EntryJobs<'a> {
     fn next(&mut self) -> Option<Job<'a, ContainerError>> {
         match self {
             EntryJobs::One(job) => job.take(),
-            EntryJobs::Frames(walk) => {
-                let entry = walk.entry;
-                Some(match walk.next()? {
-                    Ok(run) => Job::Frames(run),
-                    Err(error) => Job::Fail(ContainerError::Stream { entry, error }),
-                })
-            }
+            EntryJobs::Frames(jobs) => jobs.next(),
         }
     }
 }
 
-/// The jobs of all entries of a container, in file order, each into its place in the output.
+/// The jobs of all entries of a container, in file order.
 struct ContainerJobs<'a> {
     container: Container<'a>,
     entries: Entries<'a>,
-    /// The output after the entries handed out so far.
-    rest: &'a mut [u8],
+    run_bytes: usize,
     current: Option<EntryJobs<'a>>,
+}
+
+impl<'a> ContainerJobs<'a> {
+    fn new(container: &Container<'a>, run_bytes: usize) -> ContainerJobs<'a> {
+        ContainerJobs {
+            container: *container,
+            entries: container.entries(),
+            run_bytes,
+            current: None,
+        }
+    }
 }
 
 impl<'a> Iterator for ContainerJobs<'a> {
@@ -525,12 +718,15 @@ impl<'a> Iterator for ContainerJobs<'a> {
                 return Some(job);
             }
             let (number, entry) = self.entries.next()?;
-            // The index checked that the entries add up to the original length, which is the
-            // length of `rest` at the start.
-            let len = (entry.original_len as usize).min(self.rest.len());
-            let (out, rest) = core::mem::take(&mut self.rest).split_at_mut(len);
-            self.rest = rest;
-            self.current = Some(EntryJobs::new(&self.container, number, &entry, out));
+            // The index checked that the pieces follow each other from offset 0.
+            let (container, start) = (&self.container, entry.original_offset);
+            self.current = Some(EntryJobs::new(
+                container,
+                number,
+                &entry,
+                start,
+                self.run_bytes,
+            ));
         }
     }
 }

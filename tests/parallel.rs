@@ -259,3 +259,74 @@ fn corrupt_payloads_fail_as_in_the_serial_reader() {
     }
     assert!(checked > 20, "most damage is detected: {checked}");
 }
+
+/// What the `*_with` functions write, gathered into memory at the offsets they give.
+struct Gathered(std::sync::Mutex<Vec<u8>>);
+
+impl Gathered {
+    fn new(len: usize) -> Gathered {
+        Gathered(std::sync::Mutex::new(vec![0xA5; len]))
+    }
+
+    fn put(&self, at: u64, bytes: &[u8]) {
+        let mut out = self.0.lock().unwrap();
+        out[at as usize..at as usize + bytes.len()].copy_from_slice(bytes);
+    }
+}
+
+#[test]
+fn writers_get_the_serial_bytes_and_stop_the_decoding_when_they_fail() {
+    let (file, original) = container();
+    let c = Container::parse(&file).unwrap();
+    for (threads, chunk) in [(1, 1 << 20), (2, 4096), (3, 100_000)] {
+        let sink = Gathered::new(original.len());
+        parallel::decode_container_with(&c, threads, chunk, |at, bytes| {
+            sink.put(at, bytes);
+            Ok::<(), ContainerError>(())
+        })
+        .unwrap();
+        assert!(sink.0.into_inner().unwrap() == original);
+    }
+    let weights = slice(Dtype::Fp32);
+    let stream = encode_to_vec(&EncodeOptions::new(Dtype::Fp32), &weights).unwrap();
+    let sink = Gathered::new(weights.len());
+    let len = parallel::decode_with(&stream, 2, 1 << 18, |at, bytes| {
+        sink.put(at, bytes);
+        Ok::<(), Error>(())
+    })
+    .unwrap();
+    assert_eq!(len, weights.len() as u64);
+    assert!(sink.0.into_inner().unwrap() == weights);
+
+    // A writer's failure is returned; damage before it wins, as in file order.
+    #[derive(Debug, PartialEq)]
+    enum Failure {
+        Decode(ContainerError),
+        Disk(u64),
+    }
+    impl From<ContainerError> for Failure {
+        fn from(e: ContainerError) -> Failure {
+            Failure::Decode(e)
+        }
+    }
+    let refuse_past = |limit: u64| {
+        move |at: u64, _: &[u8]| {
+            if at >= limit {
+                Err(Failure::Disk(at))
+            } else {
+                Ok(())
+            }
+        }
+    };
+    let big = c.find("big").unwrap().1;
+    let limit = big.original_offset + 500_000;
+    let result = parallel::decode_container_with(&c, 2, 1 << 16, refuse_past(limit));
+    assert!(matches!(result, Err(Failure::Disk(at)) if at >= limit && at < limit + (1 << 16)));
+    let mut bad = file.clone();
+    bad[big.offset as usize + 1000] ^= 0x44;
+    let bad_c = Container::parse(&bad).unwrap();
+    let mut serial = vec![0u8; original.len()];
+    let expected = restore_serial(&bad_c, &mut serial).unwrap_err();
+    let result = parallel::decode_container_with(&bad_c, 2, 1 << 16, refuse_past(limit));
+    assert_eq!(result, Err(Failure::Decode(expected)));
+}
