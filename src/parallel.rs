@@ -8,6 +8,11 @@
 //! errors: when several frames are bad, the one reported is the first in stream order, the one
 //! the serial function would report.
 //!
+//! The `*_into` functions fill memory the caller owns. The `*_with` functions
+//! ([`decode_with`], [`decode_container_with`]) hand each decoded run ([`Restored`]) to a
+//! writer instead, from per-thread buffers that are reused: for output that goes to a file with
+//! positioned writes, in memory bounded whatever the file size.
+//!
 //! `threads` is the number of threads to use, the calling thread included; 0 means
 //! [`std::thread::available_parallelism`]. Work is handed out in runs of about
 //! [`RUN_BYTES`] of decoded data, so threads that are slowed down (a loaded machine) take fewer.
