@@ -333,3 +333,35 @@ fn writers_get_the_serial_bytes_and_stop_the_decoding_when_they_fail() {
     let result = parallel::decode_container_with(&bad_c, 2, 1 << 16, refuse_past(limit));
     assert_eq!(result, Err(Failure::Decode(expected)));
 }
+
+#[test]
+fn random_damage_fails_as_in_the_serial_decoder() {
+    let input = slice(Dtype::Fp16);
+    let input = &input[..300_000];
+    let options = EncodeOptions::new(Dtype::Fp16)
+        .frame_len(1024)
+        .unwrap()
+        .coding(Coding::Auto);
+    let stream = encode_to_vec(&options, input).unwrap();
+    // A fixed LCG: the same damage on every run.
+    let mut state = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move |bound: usize| {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize % bound
+    };
+    for _ in 0..300 {
+        let mut bad = stream.clone();
+        for _ in 0..1 + next(3) {
+            let at = next(bad.len());
+            bad[at] ^= 1 << next(8);
+        }
+        let cut = if next(4) == 0 {
+            next(bad.len())
+        } else {
+            bad.len()
+        };
+        same_decode(&bad[..cut], input.len(), 1 + next(4));
+    }
+}
