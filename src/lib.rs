@@ -45,10 +45,13 @@ pub mod format;
 pub mod frame;
 pub mod io;
 pub mod kernels;
+#[cfg(feature = "std")]
+pub mod parallel;
 mod simd;
 mod stream;
 pub mod streaming;
 mod typed;
+pub mod wrapped;
 
 pub use error::{Error, Result};
 pub use format::{max_encoded_len, Dtype, FrameCoding, StreamInfo};

@@ -38,7 +38,7 @@ pub struct PieceMeta<'a> {
     pub shape: &'a [u64],
     /// Bytes of the piece in the original file.
     pub original_len: u64,
-    /// `h32` of the original bytes for raw pieces, else 0.
+    /// `enec::wrapped::piece_checksum` of the original bytes for raw pieces, else 0.
     pub checksum: u32,
 }
 
