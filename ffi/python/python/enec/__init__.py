@@ -1,0 +1,20 @@
+"""Lossless compression of AI model weights: ``.enec`` checkpoints, loaded like safetensors files.
+
+An ``.enec`` checkpoint holds a safetensors file with its BF16, F16 and F32 tensors compressed
+(every other byte verbatim), so it restores that file byte for byte.
+
+- :func:`compress_file` / :func:`decompress_file`: the ``enec compress`` / ``enec decompress``
+  conversions.
+- :mod:`enec.numpy` / :mod:`enec.torch`: ``load_file``, ``load``, ``save_file``, as in
+  ``safetensors.numpy`` / ``safetensors.torch``.
+- :class:`safe_open`: one tensor at a time, decoding only the tensors asked for.
+
+Tensors are decoded straight into the memory of the arrays returned, frames in parallel, the GIL
+released. Damaged or truncated files raise :class:`EnecError` naming the tensor and frame.
+"""
+
+from ._enec import EnecError, compress_file, decompress_file
+from ._open import safe_open
+from . import numpy
+
+__all__ = ["EnecError", "compress_file", "decompress_file", "safe_open", "numpy"]

@@ -1,0 +1,164 @@
+//! The CLI's two conversions: a safetensors file into a checkpoint container (`enec compress`)
+//! and an enec file back into the original bytes (`enec decompress`), byte for byte the same.
+
+use enec::container::{
+    encode_index_header, header_bytes, pad32, Container, Entry, Footer, PieceKind,
+    HEADER_BYTES, MAGIC as CONTAINER_MAGIC,
+};
+use enec::format::MAGIC as STREAM_MAGIC;
+use enec::EncodeOptions;
+
+use crate::decode;
+use crate::safetensors::{self, Piece};
+
+/// The container (FORMAT.md section 9) of the safetensors file `data`: its tensors of BF16, F16
+/// and F32 as enec streams, every other byte verbatim. `name` is the file, for messages.
+pub fn compress(
+    name: &str,
+    data: &[u8],
+    options: &EncodeOptions,
+    threads: usize,
+) -> Result<Vec<u8>, String> {
+    if data.starts_with(&CONTAINER_MAGIC) || data.starts_with(&STREAM_MAGIC) {
+        return Err(format!(
+            "{name}: already an enec file (use enec.decompress_file or enec.safe_open)"
+        ));
+    }
+    let tensors = safetensors::parse(data).map_err(|why| format!("{name}: {why}"))?;
+    let pieces = safetensors::plan(data.len() as u64, tensors);
+    let mut writer = Writer::new();
+    for piece in &pieces {
+        let bytes = &data[piece.start as usize..piece.end as usize];
+        writer.begin();
+        let (kind, checksum) = match piece.enec {
+            None => {
+                writer.out.extend_from_slice(bytes);
+                (PieceKind::Raw, enec::checksum::h32(bytes))
+            }
+            Some(dtype) => {
+                let options = EncodeOptions { dtype, ..*options };
+                let at = writer.out.len();
+                let bound = enec::max_encoded_size(&options, bytes.len())
+                    .map_err(|e| format!("{name}: {}: {e}", what(piece)))?;
+                writer.out.resize(at + bound, 0);
+                let n = decode::encode(&options, bytes, &mut writer.out[at..], threads)
+                    .map_err(|e| format!("{name}: {}: {e}", what(piece)))?;
+                writer.out.truncate(at + n);
+                (PieceKind::Enec, 0)
+            }
+        };
+        writer.end(piece, kind, checksum)?;
+    }
+    writer.finish()
+}
+
+/// How the messages name a piece of the original file.
+fn what(piece: &Piece) -> String {
+    match &piece.tensor {
+        Some(t) => format!("tensor \"{}\"", t.name),
+        None => format!("bytes {}..{}", piece.start, piece.end),
+    }
+}
+
+/// A container being written into memory: payloads first, then the index and the footer.
+struct Writer {
+    out: Vec<u8>,
+    original: u64,
+    piece_start: u64,
+    entries: Vec<u8>,
+    count: u64,
+}
+
+impl Writer {
+    fn new() -> Writer {
+        Writer {
+            out: header_bytes().to_vec(),
+            original: 0,
+            piece_start: HEADER_BYTES as u64,
+            entries: Vec::new(),
+            count: 0,
+        }
+    }
+
+    fn pad(&mut self) {
+        self.out.resize(pad32(self.out.len() as u64) as usize, 0);
+    }
+
+    /// Starts a piece at the next multiple of 32.
+    fn begin(&mut self) {
+        self.pad();
+        self.piece_start = self.out.len() as u64;
+    }
+
+    /// Ends the current piece (its payload written) and records its index entry.
+    fn end(&mut self, piece: &Piece, kind: PieceKind, checksum: u32) -> Result<(), String> {
+        let (name, dtype, shape) = piece.tensor.as_ref().map_or(("", "", &[][..]), |t| {
+            (t.name.as_str(), t.dtype.as_str(), t.shape.as_slice())
+        });
+        let original_len = piece.end - piece.start;
+        let entry = Entry {
+            kind,
+            name,
+            dtype,
+            shape: shape.iter().copied().collect(),
+            original_offset: self.original,
+            original_len,
+            offset: self.piece_start,
+            len: self.out.len() as u64 - self.piece_start,
+            checksum,
+        };
+        let mut buf = vec![0u8; entry.max_encoded_len()];
+        let n = entry.encode(&mut buf).map_err(|e| e.to_string())?;
+        self.entries.extend_from_slice(&buf[..n]);
+        self.original += original_len;
+        self.count += 1;
+        Ok(())
+    }
+
+    /// The whole container: the index and the footer appended.
+    fn finish(mut self) -> Result<Vec<u8>, String> {
+        self.pad();
+        let index_offset = self.out.len() as u64;
+        let mut index = vec![0u8; 24];
+        let n = encode_index_header(self.original, self.count, &mut index)
+            .map_err(|e| e.to_string())?;
+        index.truncate(n);
+        index.extend_from_slice(&self.entries);
+        self.out.extend_from_slice(&index);
+        self.pad();
+        self.out
+            .extend_from_slice(&Footer::new(index_offset, &index).to_bytes());
+        Ok(self.out)
+    }
+}
+
+/// The original bytes of the enec file `data` (a container or a bare stream), every checksum
+/// verified. `name` is the file, for messages.
+pub fn decompress(name: &str, data: &[u8], threads: usize) -> Result<Vec<u8>, String> {
+    if data.starts_with(&CONTAINER_MAGIC) {
+        let container = Container::parse(data).map_err(|e| format!("{name}: {e}"))?;
+        let len = usize::try_from(container.original_len())
+            .map_err(|_| format!("{name}: the original file does not fit in memory"))?;
+        let mut out = vec![0u8; len];
+        decode::container(name, &container, &mut out, threads)?;
+        Ok(out)
+    } else if data.starts_with(&STREAM_MAGIC) {
+        let info = enec::read_header(data).map_err(|e| format!("{name}: {e}"))?;
+        let len = usize::try_from(info.decoded_bytes())
+            .map_err(|_| format!("{name}: the array does not fit in memory"))?;
+        let mut out = vec![0u8; len];
+        decode::stream(data, &mut out, threads).map_err(|e| format!("{name}: {e}"))?;
+        Ok(out)
+    } else if data.is_empty() {
+        Err(format!("{name}: empty file, not an enec file"))
+    } else {
+        let hint = if safetensors::parse(data).is_ok() {
+            " (it is a safetensors file: enec.compress_file makes an .enec file of it)"
+        } else {
+            ""
+        };
+        Err(format!(
+            "{name}: not an enec file: it starts with neither `ENCP` (checkpoint) nor `ENEC` (stream){hint}"
+        ))
+    }
+}
