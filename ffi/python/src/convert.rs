@@ -149,16 +149,22 @@ pub fn decompress(name: &str, data: &[u8], threads: usize) -> Result<Vec<u8>, St
         let mut out = vec![0u8; len];
         decode::stream(data, &mut out, threads).map_err(|e| format!("{name}: {e}"))?;
         Ok(out)
-    } else if data.is_empty() {
-        Err(format!("{name}: empty file, not an enec file"))
     } else {
-        let hint = if safetensors::parse(data).is_ok() {
-            " (it is a safetensors file: enec.compress_file makes an .enec file of it)"
-        } else {
-            ""
-        };
-        Err(format!(
-            "{name}: not an enec file: it starts with neither `ENCP` (checkpoint) nor `ENEC` (stream){hint}"
-        ))
+        Err(not_enec(name, data))
     }
+}
+
+/// Why `data`, which starts with neither magic, is not an enec file.
+pub fn not_enec(name: &str, data: &[u8]) -> String {
+    if data.is_empty() {
+        return format!("{name}: empty file, not an enec file");
+    }
+    let hint = if safetensors::parse(data).is_ok() {
+        " (it is a safetensors file: enec.compress_file makes an .enec file of it)"
+    } else {
+        ""
+    };
+    format!(
+        "{name}: not an enec file: it starts with neither `ENCP` (checkpoint) nor `ENEC` (stream){hint}"
+    )
 }

@@ -7,7 +7,8 @@ use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use enec::container::{Container, Entry};
+use enec::container::{Container, Entry, MAGIC as CONTAINER_MAGIC};
+use enec::format::MAGIC as STREAM_MAGIC;
 use enec::{Coding, Dtype, EncodeOptions};
 use memmap2::Mmap;
 use pyo3::create_exception;
@@ -196,6 +197,15 @@ impl Checkpoint {
         // struct as every borrow made from them here.
         let bytes: &'static [u8] =
             unsafe { std::slice::from_raw_parts(bytes.as_ptr(), bytes.len()) };
+        if bytes.starts_with(&STREAM_MAGIC) {
+            return Err(enec_error(format!(
+                "{name}: a bare enec stream (one array), not a checkpoint: \
+                 enec.decompress_file restores its bytes"
+            )));
+        }
+        if !bytes.starts_with(&CONTAINER_MAGIC) {
+            return Err(enec_error(convert::not_enec(&name, bytes)));
+        }
         let container =
             Container::parse(bytes).map_err(|e| enec_error(format!("{name}: {e}")))?;
         let mut tensors = Vec::new();
