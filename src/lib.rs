@@ -44,6 +44,8 @@ pub mod format;
 pub mod frame;
 pub mod io;
 pub mod kernels;
+#[cfg(feature = "std")]
+pub mod parallel;
 mod simd;
 mod stream;
 pub mod streaming;

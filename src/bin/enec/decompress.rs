@@ -4,15 +4,15 @@
 use std::path::Path;
 use std::time::Instant;
 
-use enec::container::{check_stream, Container, Entry, PieceKind, MAGIC as CONTAINER_MAGIC};
-use enec::format::{MAGIC as STREAM_MAGIC, STREAM_HEADER_BYTES};
-use enec::frame::decode_frame;
-use enec::{Frames, StreamInfo};
+use enec::container::{
+    check_stream, Container, ContainerError, Entry, PieceKind, MAGIC as CONTAINER_MAGIC,
+};
+use enec::format::MAGIC as STREAM_MAGIC;
+use enec::StreamInfo;
 
-use crate::container::Sink;
 use crate::error::{bail, CliError, Result};
 use crate::progress::Progress;
-use crate::{input, output, pipeline, safetensors};
+use crate::{input, output, safetensors};
 
 /// What a decompression did.
 #[derive(Clone, Debug)]
@@ -84,8 +84,6 @@ pub struct Source<'a> {
     pub kind: PieceKind,
     /// The payload.
     pub payload: &'a [u8],
-    /// Checksum of a verbatim piece.
-    pub checksum: u32,
     /// For messages: `tensor "name"`, `the safetensors header`, ...
     pub what: String,
 }
@@ -111,7 +109,6 @@ pub fn sources<'a>(name: &str, data: &'a [u8], kind: &Kind<'a>) -> Result<Vec<So
         Kind::Stream(_) => Ok(vec![Source {
             kind: PieceKind::Enec,
             payload: data,
-            checksum: 0,
             what: "the stream".into(),
         }]),
         Kind::Container(c) => c
@@ -125,7 +122,6 @@ pub fn sources<'a>(name: &str, data: &'a [u8], kind: &Kind<'a>) -> Result<Vec<So
                 Ok(Source {
                     kind: entry.kind,
                     payload,
-                    checksum: entry.checksum,
                     what: describe(&entry),
                 })
             })
@@ -133,158 +129,97 @@ pub fn sources<'a>(name: &str, data: &'a [u8], kind: &Kind<'a>) -> Result<Vec<So
     }
 }
 
-/// A unit of decompression work.
-pub enum Unit<'a> {
-    /// A verbatim piece: checksum verified in parallel, bytes written in order.
-    Raw(usize, &'a [u8]),
-    /// One frame of an enec piece.
-    Frame {
-        /// Source number.
-        source: usize,
-        /// Stream header of the piece.
-        info: StreamInfo,
-        /// Frame number in the stream.
-        index: u32,
-        /// Elements in the frame.
-        elements: usize,
-        /// The frame's bytes and the rest of its stream (which the decoder prefetches from).
-        frame: &'a [u8],
-    },
+/// Decoded bytes each thread holds at a time on the way to the output file: whole frames that
+/// stay in its cache until they are written.
+pub const CHUNK_BYTES: usize = 256 << 10;
+
+/// Why restoring failed: the input, or writing the output.
+enum Failure {
+    Decode(ContainerError),
+    Write(CliError),
 }
 
-/// The units of `sources`, frame by frame; frame headers are read lazily.
-pub struct Units<'s, 'a> {
-    sources: &'s [Source<'a>],
-    name: &'s str,
-    next: usize,
-    current: Option<(usize, StreamInfo, Frames<'a>, usize)>,
+impl From<ContainerError> for Failure {
+    fn from(e: ContainerError) -> Failure {
+        Failure::Decode(e)
+    }
 }
 
-impl<'s, 'a> Units<'s, 'a> {
-    /// Units of `sources` (`name` is the file, for messages).
-    pub fn new(name: &'s str, sources: &'s [Source<'a>]) -> Self {
-        Units {
-            sources,
-            name,
-            next: 0,
-            current: None,
+impl From<enec::Error> for Failure {
+    fn from(error: enec::Error) -> Failure {
+        Failure::Decode(ContainerError::Stream { entry: 0, error })
+    }
+}
+
+/// A decoding error in words, naming the tensor (or piece) and, in a stream, the frame.
+fn explain(name: &str, kind: &Kind<'_>, error: ContainerError) -> CliError {
+    let entry = match (kind, error) {
+        (
+            Kind::Container(c),
+            ContainerError::Stream { entry, .. }
+            | ContainerError::RawChecksumMismatch { entry }
+            | ContainerError::CorruptIndex { entry, .. },
+        ) => c.entries().nth(entry.try_into().unwrap_or(usize::MAX)),
+        _ => None,
+    };
+    let what = match (kind, &entry) {
+        (Kind::Stream(_), _) => "the stream".to_owned(),
+        (_, Some((_, e))) => describe(e),
+        (_, None) => return CliError(format!("{name}: {error}")),
+    };
+    let why = match error {
+        ContainerError::Stream { error, .. } => error.to_string(),
+        ContainerError::RawChecksumMismatch { .. } => {
+            "checksum mismatch: the file is corrupt".to_owned()
         }
-    }
-
-    fn fail(&mut self, source: usize, e: impl std::fmt::Display) -> Option<Result<Unit<'a>>> {
-        self.next = self.sources.len();
-        self.current = None;
-        Some(Err(CliError(format!(
-            "{}: {}: {e}",
-            self.name, self.sources[source].what
-        ))))
-    }
+        other => other.to_string(),
+    };
+    CliError(format!("{name}: {what}: {why}"))
 }
 
-impl<'a> Iterator for Units<'_, 'a> {
-    type Item = Result<Unit<'a>>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if let Some((source, info, frames, end)) = &mut self.current {
-                let (source, info) = (*source, *info);
-                match frames.next() {
-                    Some(Ok(f)) => {
-                        *end = f.offset + f.bytes;
-                        let payload = self.sources[source].payload;
-                        return Some(Ok(Unit::Frame {
-                            source,
-                            info,
-                            index: f.index,
-                            elements: f.elements,
-                            // The rest of the stream too: the decoder prefetches the next frame.
-                            frame: &payload[f.offset..],
-                        }));
-                    }
-                    Some(Err(e)) => return self.fail(source, e),
-                    None => {
-                        let end = *end;
-                        let len = self.sources[source].payload.len();
-                        self.current = None;
-                        if end != len {
-                            return self.fail(
-                                source,
-                                enec::Error::TrailingData {
-                                    extra: (len - end) as u64,
-                                },
-                            );
-                        }
-                    }
-                }
-            }
-            let number = self.next;
-            let source = self.sources.get(number)?;
-            self.next += 1;
-            match source.kind {
-                PieceKind::Raw => return Some(Ok(Unit::Raw(number, source.payload))),
-                PieceKind::Enec => match enec::frames(source.payload) {
-                    Ok(frames) => {
-                        let info = *frames.info();
-                        self.current = Some((number, info, frames, STREAM_HEADER_BYTES));
-                    }
-                    Err(e) => return self.fail(number, e),
-                },
-            }
-        }
-    }
-}
-
-/// Restores every piece of `sources` into `out`, in parallel; returns the bytes written.
-pub fn restore<S: Sink + Send>(
+/// Restores the original of `data` (an enec file, recognized as `kind`) into `out`, which holds
+/// exactly the original's bytes, on `threads` threads: each frame decoded once, in place.
+pub fn restore_into(
     name: &str,
-    sources: &[Source<'_>],
-    out: &mut S,
+    data: &[u8],
+    kind: &Kind<'_>,
+    out: &mut [u8],
+    threads: usize,
+) -> Result<()> {
+    let decoded = match kind {
+        Kind::Container(c) => enec::parallel::decode_container_into(c, out, threads),
+        Kind::Stream(_) => enec::parallel::decode_into(data, out, threads)
+            .map(drop)
+            .map_err(|error| ContainerError::Stream { entry: 0, error }),
+    };
+    decoded.map_err(|e| explain(name, kind, e))
+}
+
+/// Restores the original of `data` into `file` at the offsets it has in the original, on
+/// `threads` threads each decoding into a reused buffer of [`CHUNK_BYTES`] and writing it with
+/// a positioned write; returns the bytes written.
+fn restore_to_file(
+    name: &str,
+    data: &[u8],
+    kind: &Kind<'_>,
+    file: &output::AtomicFile,
+    threads: usize,
     progress: &Progress,
 ) -> Result<u64> {
-    let weight = |u: &Unit<'_>| match u {
-        Unit::Raw(_, bytes) => bytes.len(),
-        Unit::Frame { info, elements, .. } => elements * info.dtype.element_bytes(),
+    let write = |at: u64, bytes: &[u8]| -> std::result::Result<(), Failure> {
+        file.write_at(bytes, at).map_err(Failure::Write)?;
+        progress.inc(bytes.len() as u64);
+        Ok(())
     };
-    let work = |u: &Unit<'_>, buffer: &mut Vec<u8>| -> Result<usize> {
-        match u {
-            Unit::Raw(source, bytes) => {
-                if enec::checksum::h32(bytes) != sources[*source].checksum {
-                    bail!(
-                        "{name}: {}: checksum mismatch: the file is corrupt",
-                        sources[*source].what
-                    );
-                }
-                Ok(0)
-            }
-            Unit::Frame {
-                source,
-                info,
-                index,
-                elements,
-                frame,
-            } => {
-                let bytes = elements * info.dtype.element_bytes();
-                if buffer.len() < bytes {
-                    buffer.resize(bytes, 0);
-                }
-                decode_frame(info.dtype, info.checksums, *index, *elements, frame, buffer)
-                    .map_err(|e| format!("{name}: {}: {e}", sources[*source].what))?;
-                Ok(bytes)
-            }
-        }
+    let written = match kind {
+        Kind::Container(c) => enec::parallel::decode_container_with(c, threads, CHUNK_BYTES, write)
+            .map(|()| c.original_len()),
+        Kind::Stream(_) => enec::parallel::decode_with(data, threads, CHUNK_BYTES, write),
     };
-    let mut written = 0u64;
-    let emit = |u: Unit<'_>, bytes: usize, buffer: &[u8]| {
-        let chunk = match u {
-            Unit::Raw(_, raw) => raw,
-            Unit::Frame { .. } => &buffer[..bytes],
-        };
-        written += chunk.len() as u64;
-        progress.inc(chunk.len() as u64);
-        out.put(chunk)
-    };
-    pipeline::run(Units::new(name, sources), weight, work, emit)?;
-    Ok(written)
+    written.map_err(|failure| match failure {
+        Failure::Decode(e) => explain(name, kind, e),
+        Failure::Write(e) => e,
+    })
 }
 
 /// Total decoded size of the sources.
@@ -308,10 +243,9 @@ pub fn decompress_file(
     let name = input.display().to_string();
     let kind = open(&name, &data)?;
     let sources = sources(&name, &data, &kind)?;
-    let mut out = output::AtomicFile::create(output, force)?;
+    let out = output::AtomicFile::create(output, force)?;
     let progress = Progress::new(decoded_len(&kind), "decompress", show_progress);
-    let pool = crate::compress::thread_pool(threads)?;
-    let original = pool.install(|| restore(&name, &sources, &mut out, &progress))?;
+    let original = restore_to_file(&name, &data, &kind, &out, threads, &progress)?;
     drop(progress);
     out.commit()?;
     let verified = sources.iter().all(|s| {

@@ -15,7 +15,7 @@ use enec::{Coding, Dtype, EncodeOptions};
 use half::{bf16, f16};
 
 use crate::compress::{self, compress_pieces, Settings};
-use crate::decompress::{self, restore, Kind};
+use crate::decompress::{self, Kind};
 use crate::error::{say, Context, Result};
 use crate::progress::Progress;
 use crate::safetensors::{self, NewTensor};
@@ -101,10 +101,9 @@ fn cycle(file: &[u8], coding: Coding, threads: usize) -> Result<(usize, f64, f64
         Ok(packed)
     })?;
     let kind = decompress::open("demo", &packed)?;
-    let sources = decompress::sources("demo", &packed, &kind)?;
     let (decode_s, restored) = timed(|| {
-        let mut restored = Vec::with_capacity(file.len());
-        pool.install(|| restore("demo", &sources, &mut restored, &hidden))?;
+        let mut restored = vec![0u8; file.len()];
+        decompress::restore_into("demo", &packed, &kind, &mut restored, threads)?;
         Ok(restored)
     })?;
     let mb = file.len() as f64 / 1e6;

@@ -64,6 +64,39 @@ impl AtomicFile {
             .context(|| format!("writing {}", self.path.display()))
     }
 
+    /// Writes all of `bytes` at offset `at` of the file, from any thread (for output whose parts
+    /// come in any order; the file grows to hold them).
+    pub fn write_at(&self, bytes: &[u8], at: u64) -> Result<()> {
+        let file = self.writer.get_ref().as_file();
+        #[cfg(unix)]
+        let written = std::os::unix::fs::FileExt::write_all_at(file, bytes, at);
+        #[cfg(windows)]
+        let written = {
+            use std::os::windows::fs::FileExt;
+            let (mut rest, mut at) = (bytes, at);
+            let mut written = Ok(());
+            while !rest.is_empty() {
+                match file.seek_write(rest, at) {
+                    Ok(0) => {
+                        written = Err(std::io::ErrorKind::WriteZero.into());
+                        break;
+                    }
+                    Ok(n) => {
+                        rest = &rest[n..];
+                        at += n as u64;
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        written = Err(e);
+                        break;
+                    }
+                }
+            }
+            written
+        };
+        written.context(|| format!("writing {}", self.path.display()))
+    }
+
     /// Flushes, fsyncs and renames the file to its final name.
     pub fn commit(self) -> Result<()> {
         let path = self.path;

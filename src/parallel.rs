@@ -1,0 +1,732 @@
+//! Whole streams and containers on several threads, straight between caller memory (feature
+//! `std`).
+//!
+//! Frames are independent (FORMAT.md section 4), so these functions hand runs of frames to
+//! threads of [`std::thread::scope`]; each frame is decoded once, into its final place in the
+//! caller's `out`: no intermediate buffer, no zeroing. The bytes written are those of the serial
+//! functions ([`crate::decode`], [`crate::encode`], [`Container::decode_entry`]), and so are the
+//! errors: when several frames are bad, the one reported is the first in stream order, the one
+//! the serial function would report.
+//!
+//! `threads` is the number of threads to use, the calling thread included; 0 means
+//! [`std::thread::available_parallelism`]. Work is handed out in runs of about
+//! [`RUN_BYTES`] of decoded data, so threads that are slowed down (a loaded machine) take fewer.
+//!
+//! ```
+//! use enec::{encode_to_vec, Dtype, EncodeOptions};
+//!
+//! let weights: Vec<half::bf16> = (0..100_000).map(|i| half::bf16::from_f32((i as f32).sin() * 0.02)).collect();
+//! let input: &[u8] = bytemuck::cast_slice(&weights);
+//! let options = EncodeOptions::new(Dtype::Bf16);
+//! let mut stream = vec![0u8; enec::max_encoded_size(&options, input.len())?];
+//! let len = enec::parallel::encode_into(&options, input, &mut stream, 0)?;
+//! assert_eq!(stream[..len], encode_to_vec(&options, input)?[..]);
+//!
+//! let mut restored = vec![0u8; input.len()];
+//! enec::parallel::decode_into(&stream[..len], &mut restored, 0)?;
+//! assert_eq!(restored, input);
+//! # Ok::<(), enec::Error>(())
+//! ```
+
+use std::num::NonZeroUsize;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::thread;
+use std::vec::Vec;
+
+use crate::checksum::h32;
+use crate::container::{
+    check_stream, Container, ContainerError, Entries, Entry, PieceKind, Result as ContainerResult,
+};
+use crate::error::{Error, Result};
+use crate::format::{StreamInfo, STREAM_HEADER_BYTES};
+use crate::frame::{
+    check_frame_header, decode_frame_with, encode_frame_before, max_frame_bytes, Stores,
+    STREAMING_STORES_FROM,
+};
+use crate::stream::{encode, max_encoded_size, EncodeOptions};
+
+/// Decoded bytes per unit of work handed to a thread (whole frames, so at least one frame):
+/// large enough that handing it out costs nothing, small enough that two threads share even a
+/// 30 MB tensor evenly.
+pub const RUN_BYTES: usize = 1 << 20;
+
+/// The number of threads `threads` asks for (0: all the machine has).
+pub fn thread_count(threads: usize) -> usize {
+    match threads {
+        0 => thread::available_parallelism().map_or(1, NonZeroUsize::get),
+        n => n,
+    }
+}
+
+/// Decodes the bare enec stream `stream` into the start of `out` (which needs
+/// [`StreamInfo::decoded_bytes`] bytes) on `threads` threads; returns the decoded length. The
+/// same bytes and errors as [`crate::decode`].
+pub fn decode_into(stream: &[u8], out: &mut [u8], threads: usize) -> Result<usize> {
+    let info = StreamInfo::parse(stream)?;
+    let total = usize::try_from(info.decoded_bytes()).map_err(|_| Error::TooLarge)?;
+    let out = out.get_mut(..total).ok_or(Error::OutputTooSmall {
+        needed: total as u64,
+    })?;
+    let jobs = stream_jobs(FrameWalk::new(stream, info, 0, 0, RUN_BYTES));
+    run(
+        Carve::new(jobs, out),
+        threads,
+        || (),
+        |(), (job, out)| job.run_into(out),
+    )?;
+    Ok(total)
+}
+
+/// Decodes the bare enec stream `stream` on `threads` threads, each into a buffer of its own
+/// (about `chunk` bytes, reused), and hands every decoded run of frames to `write` with its
+/// offset in the decoded data, from several threads at once and in no particular order. For
+/// writers with positioned writes (`pwrite`): memory stays at `threads` buffers whatever the
+/// stream's size. Returns the decoded length; a failure of `write` stops the decoding and is
+/// returned. Decoding errors are those of [`crate::decode`], ordered as there with the writes'.
+pub fn decode_with<E, W>(
+    stream: &[u8],
+    threads: usize,
+    chunk: usize,
+    write: W,
+) -> core::result::Result<u64, E>
+where
+    E: From<Error> + Send,
+    W: Fn(u64, &[u8]) -> core::result::Result<(), E> + Sync,
+{
+    let info = StreamInfo::parse(stream)?;
+    let jobs = stream_jobs(FrameWalk::new(stream, info, 0, 0, chunk));
+    run(jobs, threads, Vec::new, |buffer, job| {
+        job.run_with(buffer, &write)
+    })?;
+    Ok(info.decoded_bytes())
+}
+
+/// Restores the original bytes of entry number `number` of `container` into the start of `out`
+/// (which needs `entry.original_len` bytes) on `threads` threads, verifying checksums; returns
+/// the bytes written. The same bytes and errors as [`Container::decode_entry`]; an error in a
+/// stream names the entry and the frame.
+pub fn decode_entry_into(
+    container: &Container<'_>,
+    number: u64,
+    entry: &Entry<'_>,
+    out: &mut [u8],
+    threads: usize,
+) -> ContainerResult<usize> {
+    let len = usize::try_from(entry.original_len).map_err(|_| ContainerError::Stream {
+        entry: number,
+        error: Error::TooLarge,
+    })?;
+    let out = out.get_mut(..len).ok_or(ContainerError::OutputTooSmall {
+        needed: entry.original_len,
+    })?;
+    let jobs = EntryJobs::new(container, number, entry, 0, RUN_BYTES);
+    run(
+        Carve::new(jobs, out),
+        threads,
+        || (),
+        |(), (job, out)| job.run_into(out),
+    )?;
+    Ok(len)
+}
+
+/// Restores the whole original file of `container` (all its entries, in order) into the start
+/// of `out`, which needs [`Container::original_len`] bytes, on `threads` threads, verifying
+/// checksums. Small entries and the frames of large ones are shared among the threads alike.
+/// The first error in file order is returned, as a loop over [`Container::decode_entry`] would.
+pub fn decode_container_into(
+    container: &Container<'_>,
+    out: &mut [u8],
+    threads: usize,
+) -> ContainerResult<()> {
+    let needed = container.original_len();
+    let out = usize::try_from(needed)
+        .ok()
+        .and_then(|len| out.get_mut(..len))
+        .ok_or(ContainerError::OutputTooSmall { needed })?;
+    let jobs = ContainerJobs::new(container, RUN_BYTES);
+    run(
+        Carve::new(jobs, out),
+        threads,
+        || (),
+        |(), (job, out)| job.run_into(out),
+    )
+}
+
+/// [`decode_container_into`] through `write`, as [`decode_with`] does for a bare stream: every
+/// restored run of bytes is handed to `write` with its offset in the original file, from
+/// several threads at once and in no particular order (verbatim pieces straight from the
+/// container, after their checksum is verified). Memory: `threads` buffers of about `chunk`
+/// bytes. The first error in file order is returned, whether decoding or `write` failed.
+pub fn decode_container_with<E, W>(
+    container: &Container<'_>,
+    threads: usize,
+    chunk: usize,
+    write: W,
+) -> core::result::Result<(), E>
+where
+    E: From<ContainerError> + Send,
+    W: Fn(u64, &[u8]) -> core::result::Result<(), E> + Sync,
+{
+    let jobs = ContainerJobs::new(container, chunk);
+    run(jobs, threads, Vec::new, |buffer, job| {
+        job.run_with(buffer, &write)
+    })
+}
+
+/// Encodes `input` into `out` on `threads` threads and returns the stream length: the same
+/// bytes as [`crate::encode`]. Threads write their frames at the places a stream of stored
+/// frames would have them, then the frames are moved together, so `out` needs
+/// [`max_encoded_size`] bytes; with less, this encodes on the calling thread alone.
+pub fn encode_into(
+    options: &EncodeOptions,
+    input: &[u8],
+    out: &mut [u8],
+    threads: usize,
+) -> Result<usize> {
+    let bound = max_encoded_size(options, input.len())?;
+    let threads = thread_count(threads);
+    if out.len() < bound || threads == 1 {
+        return encode(options, input, out);
+    }
+    let eb = options.dtype.element_bytes();
+    let info = StreamInfo::new(
+        options.dtype,
+        options.frame_log2,
+        options.checksums,
+        (input.len() / eb) as u64,
+    )?;
+    let (header, body) = out.split_at_mut(STREAM_HEADER_BYTES);
+    header.copy_from_slice(&info.to_bytes());
+    let frame_in = info.frame_len() * eb;
+    let frames_per_run = (RUN_BYTES / frame_in).max(1);
+    let run_in = frames_per_run * frame_in;
+    // A run's slot: room for its frames stored (only the last frame of the stream is shorter,
+    // and `max_frame_bytes` of a shorter frame is never more).
+    let slot = frames_per_run * max_frame_bytes(options.dtype, info.frame_len());
+    let runs = input.len().div_ceil(run_in);
+    let mut written = std::vec![0usize; runs];
+    let jobs = input
+        .chunks(run_in)
+        .zip(body.chunks_mut(slot))
+        .zip(written.iter_mut())
+        .enumerate()
+        .map(|(i, ((run_input, dst), len))| (i * run_in, run_input, dst, len));
+    let too_small = Error::OutputTooSmall {
+        needed: bound as u64,
+    };
+    run(
+        jobs,
+        threads,
+        || (),
+        |(), (start, run_input, dst, len)| {
+            let mut at = 0;
+            for (offset, frame) in (start..).step_by(frame_in).zip(run_input.chunks(frame_in)) {
+                let next = &input[offset + frame.len()..];
+                let room = dst.get_mut(at..).ok_or(too_small)?;
+                at += encode_frame_before(
+                    options.dtype,
+                    options.coding,
+                    options.checksums,
+                    frame,
+                    next,
+                    room,
+                )
+                .map_err(|e| match e {
+                    Error::OutputTooSmall { .. } => too_small,
+                    other => other,
+                })?;
+            }
+            *len = at;
+            Ok(())
+        },
+    )?;
+    // Move the runs together: each lands at or before its slot, so in order nothing is
+    // overwritten before it moves.
+    let mut at = 0;
+    for (i, &len) in written.iter().enumerate() {
+        body.copy_within(i * slot..i * slot + len, at);
+        at += len;
+    }
+    Ok(STREAM_HEADER_BYTES + at)
+}
+
+/// Runs `work` on every job of `jobs` on `threads` threads (the calling one included, each
+/// with its own `state()`), handing jobs out in order. Returns the error of the first job (in
+/// `jobs` order) that failed: threads stop taking jobs after a failure, but finish those they
+/// hold, and every job before the failed one was handed out already.
+fn run<J, E, S, I, W>(
+    jobs: I,
+    threads: usize,
+    state: impl Fn() -> S + Sync,
+    work: W,
+) -> core::result::Result<(), E>
+where
+    I: Iterator<Item = J> + Send,
+    J: Send,
+    E: Send,
+    W: Fn(&mut S, J) -> core::result::Result<(), E> + Sync,
+{
+    let jobs = Mutex::new(jobs.enumerate());
+    let failed = AtomicBool::new(false);
+    let worker = || -> Option<(usize, E)> {
+        let mut state = state();
+        while !failed.load(Ordering::Relaxed) {
+            // A panic cannot leave the iterator half-updated in a way that matters here.
+            let next = jobs.lock().unwrap_or_else(PoisonError::into_inner).next();
+            let (number, job) = next?;
+            if let Err(error) = work(&mut state, job) {
+                failed.store(true, Ordering::Relaxed);
+                return Some((number, error));
+            }
+        }
+        None
+    };
+    let threads = thread_count(threads);
+    let first = thread::scope(|scope| {
+        let helpers: Vec<_> = (1..threads)
+            // A thread the system refuses is one fewer helper, not an error.
+            .filter_map(|_| thread::Builder::new().spawn_scoped(scope, worker).ok())
+            .collect();
+        let mut failures: Vec<(usize, E)> = worker().into_iter().collect();
+        for helper in helpers {
+            match helper.join() {
+                Ok(failure) => failures.extend(failure),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        failures.into_iter().min_by_key(|&(number, _)| number)
+    });
+    match first {
+        Some((_, error)) => Err(error),
+        None => Ok(()),
+    }
+}
+
+/// How a failure in a stream is reported: as the stream's own error, or as a container's error
+/// naming the entry.
+trait Fault: Send {
+    fn in_stream(entry: u64, error: Error) -> Self;
+}
+
+impl Fault for Error {
+    fn in_stream(_entry: u64, error: Error) -> Error {
+        error
+    }
+}
+
+impl Fault for ContainerError {
+    fn in_stream(entry: u64, error: Error) -> ContainerError {
+        ContainerError::Stream { entry, error }
+    }
+}
+
+/// One unit of work: bytes `start..start + len` of the output.
+struct Job<'a, E> {
+    start: u64,
+    len: usize,
+    work: Work<'a, E>,
+}
+
+enum Work<'a, E> {
+    /// A run of frames.
+    Frames(FrameRun<'a>),
+    /// A verbatim piece and its checksum.
+    Raw {
+        entry: u64,
+        payload: &'a [u8],
+        checksum: u32,
+        mismatch: E,
+    },
+    /// The error the walk found at this point of the file.
+    Fail(E),
+}
+
+impl<E: Fault> Job<'_, E> {
+    /// Restores the job's bytes into `out` (`len` bytes).
+    fn run_into(self, out: &mut [u8]) -> core::result::Result<(), E> {
+        match self.work {
+            Work::Frames(frames) => frames.decode(out, frames.stores),
+            Work::Raw {
+                entry,
+                payload,
+                checksum,
+                mismatch,
+            } => {
+                let out = out.get_mut(..payload.len()).ok_or(E::in_stream(
+                    entry,
+                    Error::OutputTooSmall {
+                        needed: payload.len() as u64,
+                    },
+                ))?;
+                out.copy_from_slice(payload);
+                if h32(out) == checksum {
+                    Ok(())
+                } else {
+                    Err(mismatch)
+                }
+            }
+            Work::Fail(error) => Err(error),
+        }
+    }
+
+    /// Restores the job's bytes (in `buffer`, grown once to the largest run, never shrunk) and
+    /// hands them to `write`.
+    fn run_with<F, W>(self, buffer: &mut Vec<u8>, write: &W) -> core::result::Result<(), F>
+    where
+        F: From<E>,
+        W: Fn(u64, &[u8]) -> core::result::Result<(), F>,
+    {
+        match self.work {
+            Work::Frames(frames) => {
+                if buffer.len() < self.len {
+                    buffer.resize(self.len, 0);
+                }
+                let out = &mut buffer[..self.len];
+                // Through the cache: `write` reads the run back at once.
+                frames.decode::<E>(out, Stores::Cached)?;
+                write(self.start, out)
+            }
+            Work::Raw {
+                payload,
+                checksum,
+                mismatch,
+                ..
+            } => {
+                if h32(payload) != checksum {
+                    return Err(mismatch.into());
+                }
+                write(self.start, payload)
+            }
+            Work::Fail(error) => Err(error.into()),
+        }
+    }
+}
+
+/// Hands each job its part of `rest`, in order (jobs cover the output without gaps).
+struct Carve<'a, I> {
+    jobs: I,
+    rest: &'a mut [u8],
+}
+
+impl<'a, I> Carve<'a, I> {
+    fn new(jobs: I, out: &'a mut [u8]) -> Carve<'a, I> {
+        Carve { jobs, rest: out }
+    }
+}
+
+impl<'a, 'j, E, I: Iterator<Item = Job<'j, E>>> Iterator for Carve<'a, I> {
+    type Item = (Job<'j, E>, &'a mut [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let job = self.jobs.next()?;
+        let len = job.len.min(self.rest.len());
+        let (out, rest) = core::mem::take(&mut self.rest).split_at_mut(len);
+        self.rest = rest;
+        Some((job, out))
+    }
+}
+
+/// Frames `first..first + count` of a stream, whose headers the walk checked.
+struct FrameRun<'a> {
+    entry: u64,
+    info: StreamInfo,
+    stream: &'a [u8],
+    /// Offset of frame `first` in `stream`.
+    at: usize,
+    first: u32,
+    count: u32,
+    /// How [`crate::decode`] would write this stream into memory.
+    stores: Stores,
+}
+
+impl FrameRun<'_> {
+    fn decode<E: Fault>(&self, out: &mut [u8], stores: Stores) -> core::result::Result<(), E> {
+        let (dtype, checksums) = (self.info.dtype, self.info.checksums);
+        let frame_out = self.info.frame_len() * dtype.element_bytes();
+        let mut at = self.at;
+        let frames = self.first..self.first + self.count;
+        for (index, dst) in frames.zip(out.chunks_mut(frame_out)) {
+            let frame = self.stream.get(at..).unwrap_or(&[]);
+            let elements = self.info.frame_elements(index);
+            at += decode_frame_with(dtype, checksums, index, elements, frame, dst, stores)
+                .map_err(|e| E::in_stream(self.entry, at_offset(e, at, self.stream.len())))?;
+        }
+        Ok(())
+    }
+}
+
+/// An error of the frame at `at` as the serial decoder reports it: truncation counted from the
+/// start of the stream.
+fn at_offset(error: Error, at: usize, stream_len: usize) -> Error {
+    match error {
+        Error::Truncated { needed, .. } => Error::Truncated {
+            needed: (at as u64).saturating_add(needed),
+            available: stream_len as u64,
+        },
+        other => other,
+    }
+}
+
+/// Walks a stream's frame headers and cuts it into runs of about `run_bytes` of output; the
+/// first bad header (or trailing bytes) ends the walk with its error, after the runs before it.
+struct FrameWalk<'a> {
+    entry: u64,
+    info: StreamInfo,
+    stream: &'a [u8],
+    at: usize,
+    index: u32,
+    /// Offset in the whole output of frame `index`'s output.
+    start: u64,
+    frames_per_run: u32,
+    stores: Stores,
+    pending: Option<Error>,
+    done: bool,
+}
+
+impl<'a> FrameWalk<'a> {
+    /// The stream `stream`, whose header is `info`, decoded to offset `start` of the output.
+    fn new(
+        stream: &'a [u8],
+        info: StreamInfo,
+        entry: u64,
+        start: u64,
+        run_bytes: usize,
+    ) -> FrameWalk<'a> {
+        // As `crate::decode` chooses: the bytes are the same either way.
+        let stores = if info.decoded_bytes() >= STREAMING_STORES_FROM as u64 {
+            Stores::Streaming
+        } else {
+            Stores::Cached
+        };
+        let frame_out = info.frame_len() * info.dtype.element_bytes();
+        let frames_per_run = u32::try_from(run_bytes / frame_out)
+            .unwrap_or(u32::MAX)
+            .max(1);
+        FrameWalk {
+            entry,
+            info,
+            stream,
+            at: STREAM_HEADER_BYTES,
+            index: 0,
+            start,
+            frames_per_run,
+            stores,
+            pending: None,
+            done: false,
+        }
+    }
+
+    /// Checks the header of the next frame; returns its size.
+    fn check_next(&self) -> Result<usize> {
+        let rest = self.stream.get(self.at..).unwrap_or(&[]);
+        let elements = self.info.frame_elements(self.index);
+        let (dtype, checksums) = (self.info.dtype, self.info.checksums);
+        let (_, layout) = check_frame_header(dtype, checksums, self.index, elements, rest)
+            .map_err(|e| at_offset(e, self.at, self.stream.len()))?;
+        if rest.len() < layout.bytes {
+            return Err(Error::Truncated {
+                needed: (self.at + layout.bytes) as u64,
+                available: self.stream.len() as u64,
+            });
+        }
+        Ok(layout.bytes)
+    }
+}
+
+impl<'a> Iterator for FrameWalk<'a> {
+    type Item = core::result::Result<(u64, usize, FrameRun<'a>), Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(error) = self.pending.take() {
+            self.done = true;
+            return Some(Err(error));
+        }
+        if self.done {
+            return None;
+        }
+        let frame_count = self.info.frame_count;
+        let (first, at) = (self.index, self.at);
+        let mut elements = 0;
+        while self.index < frame_count && self.index - first < self.frames_per_run {
+            match self.check_next() {
+                Ok(bytes) => {
+                    elements += self.info.frame_elements(self.index);
+                    self.at += bytes;
+                    self.index += 1;
+                }
+                Err(error) => {
+                    self.pending = Some(error);
+                    break;
+                }
+            }
+        }
+        if self.pending.is_none() && self.index == frame_count {
+            self.done = true;
+            if self.stream.len() > self.at {
+                let extra = (self.stream.len() - self.at) as u64;
+                self.pending = Some(Error::TrailingData { extra });
+            }
+        }
+        if self.index == first {
+            self.done = true;
+            return self.pending.take().map(Err);
+        }
+        let (start, len) = (self.start, elements * self.info.dtype.element_bytes());
+        self.start += len as u64;
+        let run = FrameRun {
+            entry: self.entry,
+            info: self.info,
+            stream: self.stream,
+            at,
+            first,
+            count: self.index - first,
+            stores: self.stores,
+        };
+        Some(Ok((start, len, run)))
+    }
+}
+
+/// The jobs of a walk, errors reported as `E`.
+struct StreamJobs<'a, E> {
+    walk: FrameWalk<'a>,
+    marker: core::marker::PhantomData<fn() -> E>,
+}
+
+fn stream_jobs<E>(walk: FrameWalk<'_>) -> StreamJobs<'_, E> {
+    StreamJobs {
+        walk,
+        marker: core::marker::PhantomData,
+    }
+}
+
+impl<'a, E: Fault> Iterator for StreamJobs<'a, E> {
+    type Item = Job<'a, E>;
+
+    fn next(&mut self) -> Option<Job<'a, E>> {
+        let (entry, end) = (self.walk.entry, self.walk.start);
+        Some(match self.walk.next()? {
+            Ok((start, len, frames)) => Job {
+                start,
+                len,
+                work: Work::Frames(frames),
+            },
+            Err(error) => Job {
+                start: end,
+                len: 0,
+                work: Work::Fail(E::in_stream(entry, error)),
+            },
+        })
+    }
+}
+
+/// The jobs of one container entry.
+enum EntryJobs<'a> {
+    One(Option<Job<'a, ContainerError>>),
+    Frames(StreamJobs<'a, ContainerError>),
+}
+
+impl<'a> EntryJobs<'a> {
+    /// Entry `number`, restored to offset `start` of the output.
+    fn new(
+        container: &Container<'a>,
+        number: u64,
+        entry: &Entry<'_>,
+        start: u64,
+        run_bytes: usize,
+    ) -> EntryJobs<'a> {
+        let fail = |error| {
+            EntryJobs::One(Some(Job {
+                start,
+                len: 0,
+                work: Work::Fail(error),
+            }))
+        };
+        let corrupt = |reason| ContainerError::CorruptIndex {
+            entry: number,
+            reason,
+        };
+        // `entry` may come from elsewhere than `container`'s index: check it fits before slicing.
+        let fits = entry
+            .offset
+            .checked_add(entry.len)
+            .is_some_and(|end| end <= container.index().index_offset());
+        if !fits {
+            return fail(corrupt("payload extends past the index"));
+        }
+        let payload = container.payload(entry);
+        match entry.kind {
+            PieceKind::Raw if payload.len() as u64 != entry.original_len => {
+                fail(corrupt("raw payload length differs from the original"))
+            }
+            PieceKind::Raw => EntryJobs::One(Some(Job {
+                start,
+                len: payload.len(),
+                work: Work::Raw {
+                    entry: number,
+                    payload,
+                    checksum: entry.checksum,
+                    mismatch: ContainerError::RawChecksumMismatch { entry: number },
+                },
+            })),
+            PieceKind::Enec => match check_stream(number, entry, payload) {
+                Ok(info) => EntryJobs::Frames(stream_jobs(FrameWalk::new(
+                    payload, info, number, start, run_bytes,
+                ))),
+                Err(error) => fail(error),
+            },
+        }
+    }
+}
+
+impl<'a> Iterator for EntryJobs<'a> {
+    type Item = Job<'a, ContainerError>;
+
+    fn next(&mut self) -> Option<Job<'a, ContainerError>> {
+        match self {
+            EntryJobs::One(job) => job.take(),
+            EntryJobs::Frames(jobs) => jobs.next(),
+        }
+    }
+}
+
+/// The jobs of all entries of a container, in file order.
+struct ContainerJobs<'a> {
+    container: Container<'a>,
+    entries: Entries<'a>,
+    run_bytes: usize,
+    current: Option<EntryJobs<'a>>,
+}
+
+impl<'a> ContainerJobs<'a> {
+    fn new(container: &Container<'a>, run_bytes: usize) -> ContainerJobs<'a> {
+        ContainerJobs {
+            container: *container,
+            entries: container.entries(),
+            run_bytes,
+            current: None,
+        }
+    }
+}
+
+impl<'a> Iterator for ContainerJobs<'a> {
+    type Item = Job<'a, ContainerError>;
+
+    fn next(&mut self) -> Option<Job<'a, ContainerError>> {
+        loop {
+            if let Some(job) = self.current.as_mut().and_then(Iterator::next) {
+                return Some(job);
+            }
+            let (number, entry) = self.entries.next()?;
+            // The index checked that the pieces follow each other from offset 0.
+            let (container, start) = (&self.container, entry.original_offset);
+            self.current = Some(EntryJobs::new(
+                container,
+                number,
+                &entry,
+                start,
+                self.run_bytes,
+            ));
+        }
+    }
+}

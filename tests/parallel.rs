@@ -1,0 +1,332 @@
+//! `enec::parallel` against the serial functions: the same bytes on real weights (the committed
+//! MiniLM slice, tests/data/README.md), and the same errors on corrupt streams and containers.
+
+use enec::container::{
+    encode_index_header, header_bytes, pad32, Container, ContainerError, Entry, Footer, PieceKind,
+};
+use enec::{decode, encode_to_vec, parallel, Coding, Dtype, EncodeOptions, Error};
+use half::{bf16, f16};
+
+fn slice(dtype: Dtype) -> Vec<u8> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/minilm-slice.f32.bin"
+    );
+    let raw = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let values = raw
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]));
+    match dtype {
+        Dtype::Fp32 => raw.clone(),
+        Dtype::Bf16 => values
+            .flat_map(|v| bf16::from_f32(v).to_le_bytes())
+            .collect(),
+        Dtype::Fp16 => values
+            .flat_map(|v| f16::from_f32(v).to_le_bytes())
+            .collect(),
+    }
+}
+
+/// Serial and parallel decoding of `stream` give the same result, and on success the same bytes.
+fn same_decode(stream: &[u8], decoded_len: usize, threads: usize) -> Result<usize, Error> {
+    let mut serial = vec![0u8; decoded_len];
+    let mut parallel = vec![0xA5u8; decoded_len];
+    let expected = decode(stream, &mut serial);
+    let got = parallel::decode_into(stream, &mut parallel, threads);
+    assert_eq!(got, expected, "{threads} threads");
+    if got.is_ok() {
+        assert!(serial == parallel, "{threads} threads: bytes differ");
+    }
+    got
+}
+
+#[test]
+fn encode_and_decode_match_the_serial_functions_on_real_weights() {
+    for dtype in Dtype::ALL {
+        let input = slice(dtype);
+        for (frame_len, coding) in [(16_384, Coding::Ranked), (1024, Coding::Groups)] {
+            let options = EncodeOptions::new(dtype)
+                .frame_len(frame_len)
+                .unwrap()
+                .coding(coding);
+            let serial = encode_to_vec(&options, &input).unwrap();
+            let bound = enec::max_encoded_size(&options, input.len()).unwrap();
+            for threads in [1, 2, 3, 0] {
+                let mut out = vec![0u8; bound];
+                let len = parallel::encode_into(&options, &input, &mut out, threads).unwrap();
+                assert!(
+                    out[..len] == serial[..],
+                    "{dtype:?} {frame_len} {threads} threads: stream differs"
+                );
+                assert_eq!(same_decode(&serial, input.len(), threads), Ok(input.len()));
+            }
+            // Less room than the bound but enough for the stream: encoded as the serial does.
+            let mut tight = vec![0u8; serial.len()];
+            let len = parallel::encode_into(&options, &input, &mut tight, 2).unwrap();
+            assert!(tight[..len] == serial[..]);
+            let mut short = vec![0u8; serial.len() - 1];
+            assert_eq!(
+                parallel::encode_into(&options, &input, &mut short, 2),
+                enec::encode(&options, &input, &mut short)
+            );
+        }
+    }
+}
+
+#[test]
+fn corrupt_streams_fail_as_in_the_serial_decoder() {
+    let input = slice(Dtype::Bf16);
+    // 1,024-element frames: 913 frames in two runs of work.
+    let options = EncodeOptions::new(Dtype::Bf16).frame_len(1024).unwrap();
+    let stream = encode_to_vec(&options, &input).unwrap();
+    let frames: Vec<_> = enec::frames(&stream).unwrap().map(Result::unwrap).collect();
+    let mut offsets = vec![0, 5, 12, 16, 28, stream.len() - 1];
+    for f in [0, 1, 511, 512, 600, frames.len() - 1] {
+        let frame = frames[f];
+        offsets.extend(
+            [0, 4, 8, 12, 20, 31, 32, frame.bytes / 2, frame.bytes - 1].map(|o| frame.offset + o),
+        );
+    }
+    let mut failures = 0;
+    for &at in &offsets {
+        for flip in [0x01u8, 0x80, 0xFF] {
+            let mut bad = stream.clone();
+            bad[at] ^= flip;
+            failures += same_decode(&bad, input.len(), 2).is_err() as usize;
+            // The same damage in two frames: the first in stream order is reported.
+            let second = frames[700].offset + frames[700].bytes / 2;
+            if at < frames[700].offset {
+                bad[second] ^= 0x10;
+                assert!(same_decode(&bad, input.len(), 3).is_err());
+            }
+        }
+    }
+    assert!(failures > offsets.len(), "most damage is detected");
+    for len in [
+        0,
+        31,
+        32,
+        33,
+        frames[1].offset,
+        frames[600].offset + 40,
+        stream.len() - 1,
+    ] {
+        assert!(same_decode(&stream[..len], input.len(), 2).is_err());
+    }
+    let mut longer = stream.clone();
+    longer.extend_from_slice(&[0; 7]);
+    assert_eq!(
+        same_decode(&longer, input.len(), 2),
+        Err(Error::TrailingData { extra: 7 })
+    );
+    let mut small = vec![0u8; input.len() - 1];
+    assert_eq!(
+        parallel::decode_into(&stream, &mut small, 2),
+        Err(Error::OutputTooSmall {
+            needed: input.len() as u64
+        })
+    );
+}
+
+/// A container of the slice's bf16 tensors between verbatim pieces; returns it and the original.
+fn container() -> (Vec<u8>, Vec<u8>) {
+    let weights = slice(Dtype::Bf16);
+    let options = EncodeOptions::new(Dtype::Bf16).frame_len(1024).unwrap();
+    let pieces: Vec<(&str, &str, &[u8], bool)> = vec![
+        ("", "", b"{\"header\": true}", false),
+        ("big", "BF16", &weights[..1_200_000], true),
+        ("ids", "I64", &[7u8; 24], false),
+        ("small", "BF16", &weights[1_200_000..1_204_096], true),
+        ("empty", "BF16", &[], true),
+        ("rest", "BF16", &weights[1_204_096..], true),
+    ];
+    let mut file = header_bytes().to_vec();
+    let mut original = Vec::new();
+    let mut index = vec![0u8; 20];
+    let n = encode_index_header(
+        pieces.iter().map(|p| p.2.len() as u64).sum(),
+        pieces.len() as u64,
+        &mut index,
+    )
+    .unwrap();
+    index.truncate(n);
+    for &(name, dtype, bytes, enec) in &pieces {
+        file.resize(pad32(file.len() as u64) as usize, 0);
+        let offset = file.len() as u64;
+        let shape = [bytes.len() as u64 / 2];
+        let entry = if enec {
+            let stream = encode_to_vec(&options, bytes).unwrap();
+            file.extend_from_slice(&stream);
+            Entry {
+                kind: PieceKind::Enec,
+                name,
+                dtype,
+                shape: shape.iter().copied().collect(),
+                original_offset: original.len() as u64,
+                original_len: bytes.len() as u64,
+                offset,
+                len: stream.len() as u64,
+                checksum: 0,
+            }
+        } else {
+            file.extend_from_slice(bytes);
+            let at = original.len() as u64;
+            Entry::raw(name, dtype, &shape, at, bytes.len() as u64, offset, bytes)
+        };
+        original.extend_from_slice(bytes);
+        let mut buf = vec![0u8; entry.max_encoded_len()];
+        let n = entry.encode(&mut buf).unwrap();
+        index.extend_from_slice(&buf[..n]);
+    }
+    file.resize(pad32(file.len() as u64) as usize, 0);
+    let index_offset = file.len() as u64;
+    file.extend_from_slice(&index);
+    file.resize(pad32(file.len() as u64) as usize, 0);
+    file.extend_from_slice(&Footer::new(index_offset, &index).to_bytes());
+    (file, original)
+}
+
+/// The serial restore: every entry in order with `Container::decode_entry`.
+fn restore_serial(c: &Container<'_>, out: &mut [u8]) -> Result<(), ContainerError> {
+    for (number, entry) in c.entries() {
+        let at = entry.original_offset as usize;
+        c.decode_entry(number, &entry, &mut out[at..])?;
+    }
+    Ok(())
+}
+
+#[test]
+fn containers_restore_as_in_the_serial_reader() {
+    let (file, original) = container();
+    let c = Container::parse(&file).unwrap();
+    for threads in [1, 2, 4] {
+        let mut out = vec![0u8; original.len()];
+        parallel::decode_container_into(&c, &mut out, threads).unwrap();
+        assert!(out == original);
+        for (number, entry) in c.entries() {
+            let mut one = vec![0u8; entry.original_len as usize];
+            let len = parallel::decode_entry_into(&c, number, &entry, &mut one, threads).unwrap();
+            let at = entry.original_offset as usize;
+            assert_eq!(one[..len], original[at..at + len]);
+        }
+    }
+    let mut small = vec![0u8; original.len() - 1];
+    assert_eq!(
+        parallel::decode_container_into(&c, &mut small, 2),
+        Err(ContainerError::OutputTooSmall {
+            needed: original.len() as u64
+        })
+    );
+    // An entry that is not from this container is refused, not sliced.
+    let (_, mut foreign) = c.find("big").unwrap();
+    foreign.offset = file.len() as u64;
+    let mut out = vec![0u8; foreign.original_len as usize];
+    assert!(parallel::decode_entry_into(&c, 1, &foreign, &mut out, 2).is_err());
+}
+
+#[test]
+fn corrupt_payloads_fail_as_in_the_serial_reader() {
+    let (file, original) = container();
+    let c = Container::parse(&file).unwrap();
+    let entries: Vec<_> = c.entries().collect();
+    let mut checked = 0;
+    for (_, entry) in &entries {
+        let (start, len) = (entry.offset as usize, entry.len as usize);
+        for at in [0, 7, 29, 40, len / 3, len / 2, len.saturating_sub(1)] {
+            if at >= len {
+                continue;
+            }
+            let mut bad = file.clone();
+            bad[start + at] ^= 0x44;
+            // Damage in a later entry too: the first in file order is reported.
+            let last = entries.last().unwrap().1.offset as usize + 100;
+            if start + at < last {
+                bad[last] ^= 0x44;
+            }
+            let bad_c = Container::parse(&bad).unwrap();
+            let mut serial = vec![0u8; original.len()];
+            let mut parallel = vec![0u8; original.len()];
+            let expected = restore_serial(&bad_c, &mut serial);
+            assert_eq!(
+                parallel::decode_container_into(&bad_c, &mut parallel, 3),
+                expected
+            );
+            if expected.is_ok() {
+                assert!(serial == parallel);
+            }
+            checked += expected.is_err() as usize;
+        }
+    }
+    assert!(checked > 20, "most damage is detected: {checked}");
+}
+
+/// What the `*_with` functions write, gathered into memory at the offsets they give.
+struct Gathered(std::sync::Mutex<Vec<u8>>);
+
+impl Gathered {
+    fn new(len: usize) -> Gathered {
+        Gathered(std::sync::Mutex::new(vec![0xA5; len]))
+    }
+
+    fn put(&self, at: u64, bytes: &[u8]) {
+        let mut out = self.0.lock().unwrap();
+        out[at as usize..at as usize + bytes.len()].copy_from_slice(bytes);
+    }
+}
+
+#[test]
+fn writers_get_the_serial_bytes_and_stop_the_decoding_when_they_fail() {
+    let (file, original) = container();
+    let c = Container::parse(&file).unwrap();
+    for (threads, chunk) in [(1, 1 << 20), (2, 4096), (3, 100_000)] {
+        let sink = Gathered::new(original.len());
+        parallel::decode_container_with(&c, threads, chunk, |at, bytes| {
+            sink.put(at, bytes);
+            Ok::<(), ContainerError>(())
+        })
+        .unwrap();
+        assert!(sink.0.into_inner().unwrap() == original);
+    }
+    let weights = slice(Dtype::Fp32);
+    let stream = encode_to_vec(&EncodeOptions::new(Dtype::Fp32), &weights).unwrap();
+    let sink = Gathered::new(weights.len());
+    let len = parallel::decode_with(&stream, 2, 1 << 18, |at, bytes| {
+        sink.put(at, bytes);
+        Ok::<(), Error>(())
+    })
+    .unwrap();
+    assert_eq!(len, weights.len() as u64);
+    assert!(sink.0.into_inner().unwrap() == weights);
+
+    // A writer's failure is returned; damage before it wins, as in file order.
+    #[derive(Debug, PartialEq)]
+    enum Failure {
+        Decode(ContainerError),
+        Disk(u64),
+    }
+    impl From<ContainerError> for Failure {
+        fn from(e: ContainerError) -> Failure {
+            Failure::Decode(e)
+        }
+    }
+    let refuse_past = |limit: u64| {
+        move |at: u64, _: &[u8]| {
+            if at >= limit {
+                Err(Failure::Disk(at))
+            } else {
+                Ok(())
+            }
+        }
+    };
+    let big = c.find("big").unwrap().1;
+    let limit = big.original_offset + 500_000;
+    let result = parallel::decode_container_with(&c, 2, 1 << 16, refuse_past(limit));
+    assert!(matches!(result, Err(Failure::Disk(at)) if at >= limit && at < limit + (1 << 16)));
+    let mut bad = file.clone();
+    bad[big.offset as usize + 1000] ^= 0x44;
+    let bad_c = Container::parse(&bad).unwrap();
+    let mut serial = vec![0u8; original.len()];
+    let expected = restore_serial(&bad_c, &mut serial).unwrap_err();
+    let result = parallel::decode_container_with(&bad_c, 2, 1 << 16, refuse_past(limit));
+    assert_eq!(result, Err(Failure::Decode(expected)));
+}
