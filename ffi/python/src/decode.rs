@@ -2,7 +2,7 @@
 //! cores), and the messages that name the tensor an error is in.
 
 use enec::container::{Container, ContainerError, Entry, INDEX_HEADER};
-use enec::EncodeOptions;
+use enec::{parallel, EncodeOptions};
 
 /// Encodes `input` into the enec stream `out`; returns its length.
 pub fn encode(
@@ -11,14 +11,12 @@ pub fn encode(
     out: &mut [u8],
     threads: usize,
 ) -> enec::Result<usize> {
-    let _ = threads;
-    enec::encode(options, input, out)
+    parallel::encode_into(options, input, out, threads)
 }
 
 /// Decodes the bare enec stream `stream` into `out`; returns the bytes written.
 pub fn stream(stream: &[u8], out: &mut [u8], threads: usize) -> enec::Result<usize> {
-    let _ = threads;
-    enec::decode(stream, out)
+    parallel::decode_into(stream, out, threads)
 }
 
 /// Restores entry `number` of `container` into `out` (exactly its `original_len` bytes).
@@ -31,9 +29,7 @@ pub fn entry(
     out: &mut [u8],
     threads: usize,
 ) -> Result<(), String> {
-    let _ = threads;
-    container
-        .decode_entry(number, entry, out)
+    parallel::decode_entry_into(container, number, entry, out, threads)
         .map(|_| ())
         .map_err(|e| message(name, container, e))
 }
@@ -45,15 +41,8 @@ pub fn container(
     out: &mut [u8],
     threads: usize,
 ) -> Result<(), String> {
-    for (number, e) in container.entries() {
-        let piece = usize::try_from(e.original_offset)
-            .ok()
-            .zip(usize::try_from(e.original_len).ok())
-            .and_then(|(at, len)| out.get_mut(at..at.checked_add(len)?))
-            .ok_or_else(|| format!("{name}: {}: lies outside the original file", describe(&e)))?;
-        entry(name, container, number, &e, piece, threads)?;
-    }
-    Ok(())
+    parallel::decode_container_into(container, out, threads)
+        .map_err(|e| message(name, container, e))
 }
 
 /// `error` of `container` as a message naming the file and, where it lies in one, the piece.

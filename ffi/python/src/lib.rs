@@ -247,15 +247,16 @@ impl Checkpoint {
         Checkpoint::new(py, "<bytes>".into(), Backing::Bytes(data.unbind()))
     }
 
-    /// The tensors in file order: (name, safetensors dtype, shape, bytes, payload offset,
-    /// payload length).
+    /// The tensors in file order: (name, safetensors dtype, shape, bytes, offset in the
+    /// original file, payload offset, payload length).
     #[allow(clippy::type_complexity)]
-    fn tensors(&self) -> Vec<(&str, &str, Vec<u64>, u64, u64, u64)> {
+    fn tensors(&self) -> Vec<(&str, &str, Vec<u64>, u64, u64, u64, u64)> {
         self.tensors
             .iter()
             .map(|(_, e)| {
                 let shape = e.shape.to_vec();
-                (e.name, e.dtype, shape, e.original_len, e.offset, e.len)
+                let (original_offset, original_len) = (e.original_offset, e.original_len);
+                (e.name, e.dtype, shape, original_len, original_offset, e.offset, e.len)
             })
             .collect()
     }
@@ -274,6 +275,47 @@ impl Checkpoint {
         decode::entry(&self.name, &self.container, *number, entry, &mut out, 1)
             .map_err(enec_error)?;
         Ok(PyBytes::new(py, &out))
+    }
+
+    /// Restores the whole original file into the memory at `address`: a writable, contiguous
+    /// block of `length` bytes (which must be the original file's length), kept alive by the
+    /// caller. Small pieces and the frames of large ones are shared among `threads` threads,
+    /// the GIL released.
+    #[pyo3(signature = (address, length, threads = None))]
+    fn decode_all_into(
+        &self,
+        py: Python<'_>,
+        address: usize,
+        length: u64,
+        threads: Option<usize>,
+    ) -> PyResult<()> {
+        let original = self.container.original_len();
+        if length != original {
+            return Err(enec_error(format!(
+                "{}: {length} bytes of memory for the {original} bytes of the original file",
+                self.name
+            )));
+        }
+        let len = usize::try_from(length).map_err(|_| PyValueError::new_err("file too large"))?;
+        if len == 0 {
+            return Ok(());
+        }
+        if address == 0 {
+            return Err(PyValueError::new_err("null address"));
+        }
+        let threads = self::threads(threads);
+        py.allow_threads(|| {
+            // SAFETY: the Python caller passes the data pointer of a contiguous, writable array
+            // it allocated with exactly `len` bytes and holds a reference to for the whole call.
+            let out = unsafe { std::slice::from_raw_parts_mut(address as *mut u8, len) };
+            decode::container(&self.name, &self.container, out, threads)
+        })
+        .map_err(enec_error)
+    }
+
+    /// The original file's length in bytes.
+    fn original_len(&self) -> u64 {
+        self.container.original_len()
     }
 
     /// Decodes the tensors at positions `indices` of `tensors()` into the memory at

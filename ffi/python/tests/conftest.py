@@ -56,7 +56,7 @@ def payload(path: pathlib.Path, name: str) -> tuple:
     with enec.safe_open(path, framework="np") as f:
         for tensor in f._checkpoint.tensors():
             if tensor[0] == name:
-                return tensor[4], tensor[5]
+                return tensor[5], tensor[6]
     raise KeyError(name)
 
 

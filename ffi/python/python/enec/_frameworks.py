@@ -50,12 +50,32 @@ _TORCH_DTYPES = {
 
 
 class Framework:
-    """Allocates arrays of one framework: ``empty`` returns the array and the address and
-    length of its memory."""
+    """Allocates arrays of one framework.
+
+    ``empty(what, dtype, shape)``: a new array, the address and the length of its memory.
+    ``view(buffer, offset, nbytes, what, dtype, shape)``: the array of the ``nbytes`` bytes at
+    ``offset`` of the byte array ``buffer`` (made by ``empty(..., "U8", [n])``).
+    ``to_device(array, device)``: the array on ``device``.
+    """
 
     name: str
     empty: Callable[[str, str, Sequence[int]], Tuple[Any, int, int]]
+    view: Callable[[Any, int, int, str, str, Sequence[int]], Any]
     to_device: Callable[[Any, str], Any]
+
+
+def elements(what: str, dtype: str, shape: Sequence[int], itemsize: int, nbytes: int) -> int:
+    """The element count of ``shape``, checked against the ``nbytes`` bytes the file holds."""
+    count = 1
+    for n in shape:
+        count *= n
+    if count * itemsize != nbytes:
+        raise mismatch(what, dtype, shape, count * itemsize, nbytes)
+    return count
+
+
+def mismatch(what: str, dtype: str, shape: Sequence[int], needed: int, nbytes: int) -> EnecError:
+    return EnecError(f"{what}: shape {list(shape)} of {dtype} needs {needed} bytes, the file holds {nbytes}")
 
 
 def _numpy_dtype(np: Any, what: str, dtype: str) -> Any:
@@ -86,11 +106,14 @@ def numpy_framework() -> Framework:
         array = np.empty(shape, dtype=_numpy_dtype(np, what, dtype))
         return array, array.__array_interface__["data"][0], array.nbytes
 
-    def to_device(array: Any, device: str) -> Any:
-        return array  # safe_open accepts only "cpu" for numpy
+    def view(buffer: Any, offset: int, nbytes: int, what: str, dtype: str, shape: Sequence[int]) -> Any:
+        found = _numpy_dtype(np, what, dtype)
+        count = elements(what, dtype, shape, found.itemsize, nbytes)
+        return np.frombuffer(buffer, dtype=found, count=count, offset=offset).reshape(shape)
 
     f.empty = empty
-    f.to_device = to_device
+    f.view = view
+    f.to_device = lambda array, device: array  # safe_open accepts only "cpu" for numpy
     return f
 
 
@@ -103,18 +126,28 @@ def torch_framework() -> Framework:
     f = Framework()
     f.name = "pt"
 
-    def empty(what: str, dtype: str, shape: Sequence[int]) -> Tuple[Any, int, int]:
+    def torch_dtype(what: str, dtype: str) -> Any:
         found = getattr(torch, _TORCH_DTYPES.get(dtype, ""), None)
         if not isinstance(found, torch.dtype):
             raise EnecError(f"{what}: dtype {dtype!r} has no equivalent in this torch")
-        tensor = torch.empty(shape, dtype=found)
+        return found
+
+    def empty(what: str, dtype: str, shape: Sequence[int]) -> Tuple[Any, int, int]:
+        tensor = torch.empty(shape, dtype=torch_dtype(what, dtype))
         return tensor, tensor.data_ptr(), tensor.numel() * tensor.element_size()
 
-    def to_device(tensor: Any, device: str) -> Any:
-        return tensor if device == "cpu" else tensor.to(device)
+    def view(buffer: Any, offset: int, nbytes: int, what: str, dtype: str, shape: Sequence[int]) -> Any:
+        found = torch_dtype(what, dtype)
+        size = found.itemsize
+        elements(what, dtype, shape, size, nbytes)
+        piece = buffer[offset : offset + nbytes]
+        if offset % size:
+            piece = piece.clone()  # torch views need aligned elements
+        return piece.view(found).reshape(shape)
 
     f.empty = empty
-    f.to_device = to_device
+    f.view = view
+    f.to_device = lambda tensor, device: tensor if device == "cpu" else tensor.to(device)
     return f
 
 
@@ -126,25 +159,27 @@ def framework(name: str) -> Framework:
     raise ValueError(f'framework {name!r}: enec reads "np" (numpy) and "pt" (torch)')
 
 
+Tensors = List[Tuple[str, str, List[int], int, int, int, int]]
+
+
 def decode(
     checkpoint: Any,
-    tensors: List[Tuple[str, str, List[int], int, int, int]],
+    tensors: Tensors,
     framework: Framework,
     indices: List[int],
     device: str,
     threads: Optional[int],
 ) -> List[Any]:
-    """The tensors ``indices`` of ``checkpoint``, allocated by ``framework`` and decoded into
-    with one call (frames in parallel, the GIL released); ``tensors`` is its ``tensors()``."""
+    """The tensors ``indices`` of ``checkpoint``, each in an array of its own allocated by
+    ``framework`` and decoded into with one call (frames in parallel, the GIL released);
+    ``tensors`` is its ``tensors()``."""
     arrays, addresses, lengths = [], [], []
     for i in indices:
         name, dtype, shape, nbytes = tensors[i][:4]
         what = f'tensor "{name}"'
         array, address, length = framework.empty(what, dtype, shape)
         if length != nbytes:
-            raise EnecError(
-                f"{what}: shape {list(shape)} of {dtype} needs {length} bytes, the file holds {nbytes}"
-            )
+            raise mismatch(what, dtype, shape, length, nbytes)
         arrays.append(array)
         addresses.append(address)
         lengths.append(length)
@@ -152,9 +187,17 @@ def decode(
     return [framework.to_device(a, device) for a in arrays]
 
 
-def load_all(checkpoint: Any, framework: Framework, device: str, threads: Optional[int]) -> Dict[str, Any]:
-    """Every tensor of ``checkpoint``, by name, in file order."""
-    tensors = checkpoint.tensors()
-    indices = list(range(len(tensors)))
-    arrays = decode(checkpoint, tensors, framework, indices, device, threads)
-    return {t[0]: a for t, a in zip(tensors, arrays)}
+def load_all(
+    checkpoint: Any, tensors: Tensors, framework: Framework, device: str, threads: Optional[int]
+) -> Dict[str, Any]:
+    """Every tensor of ``checkpoint``, by name, in file order: the original file restored into
+    one byte array (small tensors and the frames of large ones shared among the threads alike),
+    each tensor a view of it, as ``safetensors`` returns views of one mapped file."""
+    length = checkpoint.original_len()
+    buffer, address, _ = framework.empty("the checkpoint", "U8", [length])
+    checkpoint.decode_all_into(address, length, threads)
+    loaded = {}
+    for name, dtype, shape, nbytes, offset in (t[:5] for t in tensors):
+        array = framework.view(buffer, offset, nbytes, f'tensor "{name}"', dtype, shape)
+        loaded[name] = framework.to_device(array, device)
+    return loaded

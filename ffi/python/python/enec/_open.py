@@ -95,7 +95,9 @@ class safe_open:
 
     def get_tensors(self) -> Dict[str, Any]:
         """Every tensor, by name, in file order (decoded with one call)."""
-        return _frameworks.load_all(self._open(), self._framework, self._device, self._threads)
+        return _frameworks.load_all(
+            self._open(), self._tensors, self._framework, self._device, self._threads
+        )
 
     def get_slice(self, name: str) -> "TensorSlice":
         """A handle on the tensor ``name``: its shape and dtype without decoding, and indexing
