@@ -2,8 +2,8 @@
 //! and an enec file back into the original bytes (`enec decompress`), byte for byte the same.
 
 use enec::container::{
-    encode_index_header, header_bytes, pad32, Container, Entry, Footer, PieceKind,
-    HEADER_BYTES, MAGIC as CONTAINER_MAGIC,
+    encode_index_header, header_bytes, pad32, Container, Entry, Footer, PieceKind, HEADER_BYTES,
+    MAGIC as CONTAINER_MAGIC,
 };
 use enec::format::MAGIC as STREAM_MAGIC;
 use enec::EncodeOptions;

@@ -35,7 +35,10 @@ fn enec_error(message: String) -> PyErr {
 }
 
 fn os_error(path: &Path, e: std::io::Error) -> PyErr {
-    PyOSError::new_err((e.raw_os_error().unwrap_or(0), format!("{}: {e}", path.display())))
+    PyOSError::new_err((
+        e.raw_os_error().unwrap_or(0),
+        format!("{}: {e}", path.display()),
+    ))
 }
 
 /// Maps a file into memory (read-only).
@@ -206,8 +209,7 @@ impl Checkpoint {
         if !bytes.starts_with(&CONTAINER_MAGIC) {
             return Err(enec_error(convert::not_enec(&name, bytes)));
         }
-        let container =
-            Container::parse(bytes).map_err(|e| enec_error(format!("{name}: {e}")))?;
+        let container = Container::parse(bytes).map_err(|e| enec_error(format!("{name}: {e}")))?;
         let mut tensors = Vec::new();
         let mut header = None;
         for (number, entry) in container.entries() {
@@ -256,7 +258,15 @@ impl Checkpoint {
             .map(|(_, e)| {
                 let shape = e.shape.to_vec();
                 let (original_offset, original_len) = (e.original_offset, e.original_len);
-                (e.name, e.dtype, shape, original_len, original_offset, e.offset, e.len)
+                (
+                    e.name,
+                    e.dtype,
+                    shape,
+                    original_len,
+                    original_offset,
+                    e.offset,
+                    e.len,
+                )
             })
             .collect()
     }
@@ -332,7 +342,9 @@ impl Checkpoint {
         threads: Option<usize>,
     ) -> PyResult<()> {
         if indices.len() != addresses.len() || indices.len() != lengths.len() {
-            return Err(PyValueError::new_err("one address and one length per tensor"));
+            return Err(PyValueError::new_err(
+                "one address and one length per tensor",
+            ));
         }
         let mut targets = Vec::with_capacity(indices.len());
         for ((&i, &address), &capacity) in indices.iter().zip(&addresses).zip(&lengths) {
@@ -348,8 +360,8 @@ impl Checkpoint {
                     entry.original_len
                 )));
             }
-            let len = usize::try_from(capacity)
-                .map_err(|_| PyValueError::new_err("tensor too large"))?;
+            let len =
+                usize::try_from(capacity).map_err(|_| PyValueError::new_err("tensor too large"))?;
             if len > 0 && address == 0 {
                 return Err(PyValueError::new_err("null address"));
             }

@@ -46,9 +46,12 @@ class Checkpoint:
     def open(path: _Path) -> "Checkpoint": ...
     @staticmethod
     def from_bytes(data: bytes) -> "Checkpoint": ...
-    def tensors(self) -> List[Tuple[str, str, List[int], int, int, int]]:
-        """(name, safetensors dtype, shape, bytes, payload offset, payload length), in file order."""
+    def tensors(self) -> List[Tuple[str, str, List[int], int, int, int, int]]:
+        """(name, safetensors dtype, shape, bytes, offset in the original file, payload offset,
+        payload length), in file order."""
     def index(self, name: str) -> Optional[int]: ...
+    def original_len(self) -> int:
+        """The original file's length in bytes."""
     def header(self) -> bytes:
         """The original safetensors header: its 8-byte length and its JSON."""
     def decode_into(
@@ -59,3 +62,5 @@ class Checkpoint:
         threads: Optional[int] = None,
     ) -> None:
         """Decodes tensors ``indices`` into caller-owned, writable, contiguous memory."""
+    def decode_all_into(self, address: int, length: int, threads: Optional[int] = None) -> None:
+        """Restores the whole original file into caller-owned, writable, contiguous memory."""
