@@ -4,7 +4,9 @@
     python benches/python_load.py [CHECKPOINT.safetensors] [--rounds N] [--threads N]
 
 Compresses the checkpoint with enec (and, per tensor, with ZipNN), then times, in one run,
-round-robin with the order rotated every round (page cache warm):
+round-robin with the order rotated every round (page cache warm), each loader alone and then
+followed by copying every tensor into preallocated parameters (what ``load_state_dict`` does;
+safetensors' tensors are views of the mapped file, read only when used):
 
 - ``enec.torch.load_file`` of the .enec file,
 - ``safetensors.torch.load_file`` of the uncompressed file,
@@ -44,7 +46,7 @@ def torch_loaders(original, compressed, threads):
             import zipnn
     except ImportError:
         print("ZipNN is not installed (pip install zipnn): not measured")
-        return loaders, lambda t: t.contiguous().flatten().view(torch.uint8).numpy().tobytes()
+        return loaders, torch_bytes, torch_copy
 
     # ZipNN's tensor interface, one blob per tensor (the way its safetensors integration stores
     # them). Its compress rewrites its input in place, hence the clones.
@@ -65,7 +67,17 @@ def torch_loaders(original, compressed, threads):
         return tensors
 
     loaders["ZipNN decompress (from memory)"] = zipnn_load
-    return loaders, lambda t: t.contiguous().flatten().view(torch.uint8).numpy().tobytes()
+    return loaders, torch_bytes, torch_copy
+
+
+def torch_bytes(tensor):
+    import torch
+
+    return tensor.contiguous().flatten().view(torch.uint8).numpy().tobytes()
+
+
+def torch_copy(destination, tensor):
+    destination.copy_(tensor)
 
 
 def numpy_loaders(original, compressed, threads):
@@ -78,7 +90,7 @@ def numpy_loaders(original, compressed, threads):
         "safetensors.numpy.load_file": lambda: safetensors.numpy.load_file(original),
         "enec.numpy.load_file": lambda: enec.numpy.load_file(compressed, threads=threads),
     }
-    return loaders, lambda a: a.tobytes()
+    return loaders, lambda a: a.tobytes(), lambda destination, a: destination.__setitem__(..., a)
 
 
 def main():
@@ -106,7 +118,7 @@ def main():
         except ImportError:
             print("torch is not installed: measuring the numpy loaders instead")
             use_torch = False
-    loaders, raw = (torch_loaders if use_torch else numpy_loaders)(original, compressed, args.threads)
+    loaders, raw, copy = (torch_loaders if use_torch else numpy_loaders)(original, compressed, args.threads)
 
     # Bit-equality with safetensors (and the warm-up of every file and code path).
     names = list(loaders)
@@ -119,23 +131,44 @@ def main():
             assert raw(got[key]) == raw(tensor), (name, key)
         print(f"{name}: {len(got)} tensors bit-equal to {names[0]}'s, dtypes and shapes equal")
 
-    times = {name: [] for name in names}
+    # The model's parameters: allocated and touched once, as a constructed model's are.
+    parameters = {key: tensor.clone() for key, tensor in reference.items()}
+    del reference
+
+    def copied(load):
+        def run():
+            loaded = load()
+            for key, tensor in loaded.items():
+                copy(parameters[key], tensor)
+            return loaded
+
+        return run
+
+    runs = {}
+    for name in names:
+        runs[(name, "load_file")] = loaders[name]
+        runs[(name, "load_file + copy into parameters")] = copied(loaders[name])
+    keys = list(runs)
+    times = {key: [] for key in keys}
     for round in range(args.rounds):
-        shift = round % len(names)
-        for name in names[shift:] + names[:shift]:
+        shift = round % len(keys)
+        for key in keys[shift:] + keys[:shift]:
             start = time.perf_counter()
-            loaded = loaders[name]()
-            times[name].append(time.perf_counter() - start)
+            loaded = runs[key]()
+            times[key].append(time.perf_counter() - start)
             del loaded
 
-    base = names[0]
-    print(f"\n{args.rounds} rounds, order rotated each round; median seconds, and median of the per-round ratios to {base}")
-    for name in names:
-        ratios = [t / b for t, b in zip(times[name], times[base])]
-        print(
-            f"  {name:34s} {statistics.median(times[name]) * 1e3:8.2f} ms   "
-            f"{statistics.median(ratios):5.2f}x   (min {min(times[name]) * 1e3:.2f} ms)"
-        )
+    print(f"\n{args.rounds} rounds, order rotated each round; median ms, and median of the per-round ratios to {names[0]}")
+    for what in ("load_file", "load_file + copy into parameters"):
+        print(f"{what}:")
+        base = times[(names[0], what)]
+        for name in names:
+            mine = times[(name, what)]
+            ratios = [t / b for t, b in zip(mine, base)]
+            print(
+                f"  {name:34s} {statistics.median(mine) * 1e3:8.2f} ms   "
+                f"{statistics.median(ratios):5.2f}x   (min {min(mine) * 1e3:.2f} ms)"
+            )
     os.remove(compressed)
     os.rmdir(work)
 

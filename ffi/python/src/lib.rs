@@ -300,24 +300,11 @@ impl Checkpoint {
         threads: Option<usize>,
     ) -> PyResult<()> {
         let original = self.container.original_len();
-        if length != original {
-            return Err(enec_error(format!(
-                "{}: {length} bytes of memory for the {original} bytes of the original file",
-                self.name
-            )));
-        }
-        let len = usize::try_from(length).map_err(|_| PyValueError::new_err("file too large"))?;
-        if len == 0 {
-            return Ok(());
-        }
-        if address == 0 {
-            return Err(PyValueError::new_err("null address"));
-        }
+        let len = self.memory_for(address, length, original, || "the original file".into())?;
         let threads = self::threads(threads);
         py.allow_threads(|| {
-            // SAFETY: the Python caller passes the data pointer of a contiguous, writable array
-            // it allocated with exactly `len` bytes and holds a reference to for the whole call.
-            let out = unsafe { std::slice::from_raw_parts_mut(address as *mut u8, len) };
+            // SAFETY: checked by `memory_for`, promised by the caller.
+            let out = unsafe { caller_memory(address, len) };
             decode::container(&self.name, &self.container, out, threads)
         })
         .map_err(enec_error)
@@ -328,61 +315,71 @@ impl Checkpoint {
         self.container.original_len()
     }
 
-    /// Decodes the tensors at positions `indices` of `tensors()` into the memory at
-    /// `addresses`: each the start of a writable, contiguous block of `lengths` bytes (which
-    /// must be the tensor's byte length), kept alive by the caller. Frames are spread over
-    /// `threads` threads, the GIL released.
-    #[pyo3(signature = (indices, addresses, lengths, threads = None))]
-    fn decode_into(
+    /// Decodes the tensor at position `index` of `tensors()` into the memory at `address`: a
+    /// writable, contiguous block of `length` bytes (which must be the tensor's byte length),
+    /// kept alive by the caller. Frames are spread over `threads` threads, the GIL released.
+    #[pyo3(signature = (index, address, length, threads = None))]
+    fn decode_tensor_into(
         &self,
         py: Python<'_>,
-        indices: Vec<usize>,
-        addresses: Vec<usize>,
-        lengths: Vec<u64>,
+        index: usize,
+        address: usize,
+        length: u64,
         threads: Option<usize>,
     ) -> PyResult<()> {
-        if indices.len() != addresses.len() || indices.len() != lengths.len() {
-            return Err(PyValueError::new_err(
-                "one address and one length per tensor",
-            ));
-        }
-        let mut targets = Vec::with_capacity(indices.len());
-        for ((&i, &address), &capacity) in indices.iter().zip(&addresses).zip(&lengths) {
-            let (number, entry) = self
-                .tensors
-                .get(i)
-                .ok_or_else(|| PyValueError::new_err(format!("no tensor number {i}")))?;
-            if capacity != entry.original_len {
-                return Err(enec_error(format!(
-                    "{}: {}: {capacity} bytes of memory for its {} bytes",
-                    self.name,
-                    decode::describe(entry),
-                    entry.original_len
-                )));
-            }
-            let len =
-                usize::try_from(capacity).map_err(|_| PyValueError::new_err("tensor too large"))?;
-            if len > 0 && address == 0 {
-                return Err(PyValueError::new_err("null address"));
-            }
-            targets.push((*number, entry, address, len));
-        }
+        let (number, entry) = self
+            .tensors
+            .get(index)
+            .ok_or_else(|| PyValueError::new_err(format!("no tensor number {index}")))?;
+        let len = self.memory_for(address, length, entry.original_len, || {
+            decode::describe(entry)
+        })?;
         let threads = self::threads(threads);
         py.allow_threads(|| {
-            for (number, entry, address, len) in targets {
-                if len == 0 {
-                    continue;
-                }
-                // SAFETY: the Python caller (enec.numpy / enec.torch) passes the data pointer of
-                // a contiguous, writable array it allocated with exactly `len` bytes and holds
-                // a reference to for the whole call.
-                let out = unsafe { std::slice::from_raw_parts_mut(address as *mut u8, len) };
-                decode::entry(&self.name, &self.container, number, entry, out, threads)?;
-            }
-            Ok(())
+            // SAFETY: checked by `memory_for`, promised by the caller.
+            let out = unsafe { caller_memory(address, len) };
+            decode::entry(&self.name, &self.container, *number, entry, out, threads)
         })
         .map_err(enec_error)
     }
+}
+
+impl Checkpoint {
+    /// Checks the caller's memory at `address` of `length` bytes against the `needed` bytes of
+    /// `what`; returns its length.
+    fn memory_for(
+        &self,
+        address: usize,
+        length: u64,
+        needed: u64,
+        what: impl FnOnce() -> String,
+    ) -> PyResult<usize> {
+        if length != needed {
+            return Err(enec_error(format!(
+                "{}: {}: {length} bytes of memory for its {needed} bytes",
+                self.name,
+                what()
+            )));
+        }
+        let len = usize::try_from(length).map_err(|_| PyValueError::new_err("too large"))?;
+        if len > 0 && address == 0 {
+            return Err(PyValueError::new_err("null address"));
+        }
+        Ok(len)
+    }
+}
+
+/// The `len` bytes of caller memory at `address` (`address` unused when `len` is 0).
+///
+/// # Safety
+/// `address` is the data pointer of a contiguous, writable array of `len` bytes that the Python
+/// caller (`enec.numpy` / `enec.torch`) allocated, holds a reference to for the whole call, and
+/// does not touch meanwhile.
+unsafe fn caller_memory<'m>(address: usize, len: usize) -> &'m mut [u8] {
+    if len == 0 {
+        return &mut [];
+    }
+    std::slice::from_raw_parts_mut(address as *mut u8, len)
 }
 
 /// The compiled half of the `enec` package.

@@ -1,7 +1,7 @@
 """The compiled half of the ``enec`` package (see :mod:`enec` for the public API)."""
 
 import os
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import List, Optional, Tuple, Union
 
 _Path = Union[str, "os.PathLike[str]"]
 
@@ -54,13 +54,7 @@ class Checkpoint:
         """The original file's length in bytes."""
     def header(self) -> bytes:
         """The original safetensors header: its 8-byte length and its JSON."""
-    def decode_into(
-        self,
-        indices: Sequence[int],
-        addresses: Sequence[int],
-        lengths: Sequence[int],
-        threads: Optional[int] = None,
-    ) -> None:
-        """Decodes tensors ``indices`` into caller-owned, writable, contiguous memory."""
+    def decode_tensor_into(self, index: int, address: int, length: int, threads: Optional[int] = None) -> None:
+        """Decodes tensor ``index`` into caller-owned, writable, contiguous memory."""
     def decode_all_into(self, address: int, length: int, threads: Optional[int] = None) -> None:
         """Restores the whole original file into caller-owned, writable, contiguous memory."""

@@ -50,16 +50,17 @@ _TORCH_DTYPES = {
 
 
 class Framework:
-    """Allocates arrays of one framework.
+    """Makes arrays of one framework out of decoded bytes.
 
-    ``empty(what, dtype, shape)``: a new array, the address and the length of its memory.
-    ``view(buffer, offset, nbytes, what, dtype, shape)``: the array of the ``nbytes`` bytes at
-    ``offset`` of the byte array ``buffer`` (made by ``empty(..., "U8", [n])``).
+    ``bytes(n)``: a new, uninitialized byte array of ``n`` bytes, and the address of its memory.
+    ``view(buffer, offset, nbytes, what, dtype, shape)``: the array of dtype ``dtype`` and shape
+    ``shape`` held in the ``nbytes`` bytes at ``offset`` of ``buffer`` (``what`` names it in
+    errors).
     ``to_device(array, device)``: the array on ``device``.
     """
 
     name: str
-    empty: Callable[[str, str, Sequence[int]], Tuple[Any, int, int]]
+    bytes: Callable[[int], Tuple[Any, int]]
     view: Callable[[Any, int, int, str, str, Sequence[int]], Any]
     to_device: Callable[[Any, str], Any]
 
@@ -70,12 +71,20 @@ def elements(what: str, dtype: str, shape: Sequence[int], itemsize: int, nbytes:
     for n in shape:
         count *= n
     if count * itemsize != nbytes:
-        raise mismatch(what, dtype, shape, count * itemsize, nbytes)
+        raise EnecError(
+            f"{what}: shape {list(shape)} of {dtype} needs {count * itemsize} bytes, "
+            f"the file holds {nbytes}"
+        )
     return count
 
 
-def mismatch(what: str, dtype: str, shape: Sequence[int], needed: int, nbytes: int) -> EnecError:
-    return EnecError(f"{what}: shape {list(shape)} of {dtype} needs {needed} bytes, the file holds {nbytes}")
+def _numpy_bytes(n: int) -> Tuple[Any, int]:
+    import numpy as np
+
+    # numpy asks the kernel for huge pages for large arrays: a fresh buffer then costs a few
+    # page faults instead of one per 4 KiB.
+    buffer = np.empty(n, dtype=np.uint8)
+    return buffer, buffer.__array_interface__["data"][0]
 
 
 def _numpy_dtype(np: Any, what: str, dtype: str) -> Any:
@@ -99,19 +108,14 @@ def _numpy_dtype(np: Any, what: str, dtype: str) -> Any:
 def numpy_framework() -> Framework:
     import numpy as np
 
-    f = Framework()
-    f.name = "np"
-
-    def empty(what: str, dtype: str, shape: Sequence[int]) -> Tuple[Any, int, int]:
-        array = np.empty(shape, dtype=_numpy_dtype(np, what, dtype))
-        return array, array.__array_interface__["data"][0], array.nbytes
-
     def view(buffer: Any, offset: int, nbytes: int, what: str, dtype: str, shape: Sequence[int]) -> Any:
         found = _numpy_dtype(np, what, dtype)
         count = elements(what, dtype, shape, found.itemsize, nbytes)
         return np.frombuffer(buffer, dtype=found, count=count, offset=offset).reshape(shape)
 
-    f.empty = empty
+    f = Framework()
+    f.name = "np"
+    f.bytes = _numpy_bytes
     f.view = view
     f.to_device = lambda array, device: array  # safe_open accepts only "cpu" for numpy
     return f
@@ -123,29 +127,23 @@ def torch_framework() -> Framework:
     except ImportError:
         raise ImportError("enec.torch needs PyTorch: pip install torch") from None
 
-    f = Framework()
-    f.name = "pt"
+    def buffer(n: int) -> Tuple[Any, int]:
+        array, address = _numpy_bytes(n)  # numpy's huge pages: twice as fast to fill here
+        return torch.from_numpy(array), address
 
-    def torch_dtype(what: str, dtype: str) -> Any:
+    def view(buffer: Any, offset: int, nbytes: int, what: str, dtype: str, shape: Sequence[int]) -> Any:
         found = getattr(torch, _TORCH_DTYPES.get(dtype, ""), None)
         if not isinstance(found, torch.dtype):
             raise EnecError(f"{what}: dtype {dtype!r} has no equivalent in this torch")
-        return found
-
-    def empty(what: str, dtype: str, shape: Sequence[int]) -> Tuple[Any, int, int]:
-        tensor = torch.empty(shape, dtype=torch_dtype(what, dtype))
-        return tensor, tensor.data_ptr(), tensor.numel() * tensor.element_size()
-
-    def view(buffer: Any, offset: int, nbytes: int, what: str, dtype: str, shape: Sequence[int]) -> Any:
-        found = torch_dtype(what, dtype)
-        size = found.itemsize
-        elements(what, dtype, shape, size, nbytes)
+        elements(what, dtype, shape, found.itemsize, nbytes)
         piece = buffer[offset : offset + nbytes]
-        if offset % size:
+        if offset % found.itemsize:
             piece = piece.clone()  # torch views need aligned elements
         return piece.view(found).reshape(shape)
 
-    f.empty = empty
+    f = Framework()
+    f.name = "pt"
+    f.bytes = buffer
     f.view = view
     f.to_device = lambda tensor, device: tensor if device == "cpu" else tensor.to(device)
     return f
@@ -162,29 +160,15 @@ def framework(name: str) -> Framework:
 Tensors = List[Tuple[str, str, List[int], int, int, int, int]]
 
 
-def decode(
-    checkpoint: Any,
-    tensors: Tensors,
-    framework: Framework,
-    indices: List[int],
-    device: str,
-    threads: Optional[int],
-) -> List[Any]:
-    """The tensors ``indices`` of ``checkpoint``, each in an array of its own allocated by
-    ``framework`` and decoded into with one call (frames in parallel, the GIL released);
-    ``tensors`` is its ``tensors()``."""
-    arrays, addresses, lengths = [], [], []
-    for i in indices:
-        name, dtype, shape, nbytes = tensors[i][:4]
-        what = f'tensor "{name}"'
-        array, address, length = framework.empty(what, dtype, shape)
-        if length != nbytes:
-            raise mismatch(what, dtype, shape, length, nbytes)
-        arrays.append(array)
-        addresses.append(address)
-        lengths.append(length)
-    checkpoint.decode_into(indices, addresses, lengths, threads)
-    return [framework.to_device(a, device) for a in arrays]
+def load_one(
+    checkpoint: Any, tensors: Tensors, framework: Framework, index: int, device: str, threads: Optional[int]
+) -> Any:
+    """Tensor ``index`` of ``checkpoint`` (whose ``tensors()`` is ``tensors``), decoded alone
+    into an array of its own, frames in parallel, the GIL released."""
+    name, dtype, shape, nbytes = tensors[index][:4]
+    buffer, address = framework.bytes(nbytes)
+    checkpoint.decode_tensor_into(index, address, nbytes, threads)
+    return framework.to_device(framework.view(buffer, 0, nbytes, f'tensor "{name}"', dtype, shape), device)
 
 
 def load_all(
@@ -194,7 +178,7 @@ def load_all(
     one byte array (small tensors and the frames of large ones shared among the threads alike),
     each tensor a view of it, as ``safetensors`` returns views of one mapped file."""
     length = checkpoint.original_len()
-    buffer, address, _ = framework.empty("the checkpoint", "U8", [length])
+    buffer, address = framework.bytes(length)
     checkpoint.decode_all_into(address, length, threads)
     loaded = {}
     for name, dtype, shape, nbytes, offset in (t[:5] for t in tensors):

@@ -89,9 +89,9 @@ class safe_open:
     def get_tensor(self, name: str) -> Any:
         """The tensor ``name``, decoded (only it) into a new array or tensor."""
         index = self._index(name)
-        return _frameworks.decode(
-            self._open(), self._tensors, self._framework, [index], self._device, self._threads
-        )[0]
+        return _frameworks.load_one(
+            self._open(), self._tensors, self._framework, index, self._device, self._threads
+        )
 
     def get_tensors(self) -> Dict[str, Any]:
         """Every tensor, by name, in file order (decoded with one call)."""
