@@ -106,11 +106,29 @@ fn compress_file(
 ) -> PyResult<u64> {
     let options = options(coding, frame, checksums)?;
     let data = map(&src)?;
-    let name = src.display().to_string();
+    compress_into(
+        py,
+        &src.display().to_string(),
+        &data,
+        &dst,
+        &options,
+        threads,
+    )
+}
+
+/// Compresses the safetensors file `data` (`name` in messages) into `dst`; returns its size.
+fn compress_into(
+    py: Python<'_>,
+    name: &str,
+    data: &[u8],
+    dst: &Path,
+    options: &EncodeOptions,
+    threads: Option<usize>,
+) -> PyResult<u64> {
     let container = py
-        .allow_threads(|| convert::compress(&name, &data, &options, self::threads(threads)))
+        .allow_threads(|| convert::compress(name, data, options, self::threads(threads)))
         .map_err(enec_error)?;
-    write_atomically(&dst, &container)?;
+    write_atomically(dst, &container)?;
     Ok(container.len() as u64)
 }
 
@@ -130,12 +148,7 @@ fn compress_bytes(
     threads: Option<usize>,
 ) -> PyResult<u64> {
     let options = options(coding, frame, checksums)?;
-    let name = dst.display().to_string();
-    let container = py
-        .allow_threads(|| convert::compress(&name, data, &options, self::threads(threads)))
-        .map_err(enec_error)?;
-    write_atomically(&dst, &container)?;
-    Ok(container.len() as u64)
+    compress_into(py, "<bytes>", data, &dst, &options, threads)
 }
 
 /// decompress_file(src, dst, *, threads=None)

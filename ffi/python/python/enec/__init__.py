@@ -13,8 +13,18 @@ Tensors are decoded straight into the memory of the arrays returned, frames in p
 released. Damaged or truncated files raise :class:`EnecError` naming the tensor and frame.
 """
 
+import importlib
+from typing import Any
+
 from ._enec import EnecError, compress_file, decompress_file
-from ._open import safe_open
+from ._open import TensorSlice, safe_open
 from . import numpy
 
-__all__ = ["EnecError", "compress_file", "decompress_file", "safe_open", "numpy"]
+__all__ = ["EnecError", "TensorSlice", "compress_file", "decompress_file", "safe_open", "numpy", "torch"]
+
+
+def __getattr__(name: str) -> Any:
+    # enec.torch is imported on first use: torch is optional, and slow to import.
+    if name == "torch":
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -185,3 +185,24 @@ def load_all(
         array = framework.view(buffer, offset, nbytes, f'tensor "{name}"', dtype, shape)
         loaded[name] = framework.to_device(array, device)
     return loaded
+
+
+def save_file(
+    framework: str,
+    tensors: Dict[str, Any],
+    filename: Any,
+    metadata: Optional[Dict[str, str]],
+    options: Dict[str, Any],
+) -> None:
+    """Writes the enec checkpoint of the file ``safetensors.<framework>.save_file`` would write."""
+    import importlib
+    import os
+
+    from ._enec import compress_bytes
+
+    try:
+        module = importlib.import_module(f"safetensors.{framework}")
+    except ImportError:
+        raise ImportError(f"enec.{framework}.save_file writes through safetensors: pip install safetensors") from None
+    data = module.save(tensors, metadata=metadata)
+    compress_bytes(data, os.fspath(filename), **options)

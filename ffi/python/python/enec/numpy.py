@@ -8,7 +8,8 @@ from typing import Dict, Optional, Union
 
 import numpy as np
 
-from ._enec import Checkpoint, compress_bytes
+from . import _frameworks
+from ._enec import Checkpoint
 from ._open import safe_open
 
 _Path = Union[str, "os.PathLike[str]"]
@@ -41,12 +42,8 @@ def save_file(
 ) -> None:
     """Writes the enec checkpoint of exactly the file ``safetensors.numpy.save_file`` would
     write (``enec.decompress_file`` restores it byte for byte). Needs ``safetensors``."""
-    try:
-        import safetensors.numpy
-    except ImportError:
-        raise ImportError("enec.numpy.save_file writes through safetensors: pip install safetensors") from None
-    data = safetensors.numpy.save(tensor_dict, metadata=metadata)
-    compress_bytes(data, os.fspath(filename), coding=coding, frame=frame, checksums=checksums, threads=threads)
+    options = dict(coding=coding, frame=frame, checksums=checksums, threads=threads)
+    _frameworks.save_file("numpy", tensor_dict, filename, metadata, options)
 
 
 __all__ = ["load_file", "load", "save_file"]

@@ -6,9 +6,13 @@ Importing this module needs PyTorch; building and installing the package does no
 import os
 from typing import Dict, Optional, Union
 
-import torch
+try:
+    import torch
+except ImportError:
+    raise ImportError("enec.torch needs PyTorch: pip install torch") from None
 
-from ._enec import Checkpoint, compress_bytes
+from . import _frameworks
+from ._enec import Checkpoint
 from ._open import safe_open
 
 _Path = Union[str, "os.PathLike[str]"]
@@ -44,12 +48,8 @@ def save_file(
 ) -> None:
     """Writes the enec checkpoint of exactly the file ``safetensors.torch.save_file`` would
     write (``enec.decompress_file`` restores it byte for byte). Needs ``safetensors``."""
-    try:
-        import safetensors.torch
-    except ImportError:
-        raise ImportError("enec.torch.save_file writes through safetensors: pip install safetensors") from None
-    data = safetensors.torch.save(tensors, metadata=metadata)
-    compress_bytes(data, os.fspath(filename), coding=coding, frame=frame, checksums=checksums, threads=threads)
+    options = dict(coding=coding, frame=frame, checksums=checksums, threads=threads)
+    _frameworks.save_file("torch", tensors, filename, metadata, options)
 
 
 __all__ = ["load_file", "load", "save_file"]
