@@ -46,7 +46,7 @@ def torch_loaders(original, compressed, threads):
             import zipnn
     except ImportError:
         print("ZipNN is not installed (pip install zipnn): not measured")
-        return loaders, torch_bytes, torch_copy
+        return loaders, torch_bytes, torch_copy, lambda t: t.clone()
 
     # ZipNN's tensor interface, one blob per tensor (the way its safetensors integration stores
     # them). Its compress rewrites its input in place, hence the clones.
@@ -67,7 +67,7 @@ def torch_loaders(original, compressed, threads):
         return tensors
 
     loaders["ZipNN decompress (from memory)"] = zipnn_load
-    return loaders, torch_bytes, torch_copy
+    return loaders, torch_bytes, torch_copy, lambda t: t.clone()
 
 
 def torch_bytes(tensor):
@@ -90,7 +90,7 @@ def numpy_loaders(original, compressed, threads):
         "safetensors.numpy.load_file": lambda: safetensors.numpy.load_file(original),
         "enec.numpy.load_file": lambda: enec.numpy.load_file(compressed, threads=threads),
     }
-    return loaders, lambda a: a.tobytes(), lambda destination, a: destination.__setitem__(..., a)
+    return loaders, lambda a: a.tobytes(), lambda destination, a: destination.__setitem__(..., a), lambda a: a.copy()
 
 
 def main():
@@ -118,7 +118,7 @@ def main():
         except ImportError:
             print("torch is not installed: measuring the numpy loaders instead")
             use_torch = False
-    loaders, raw, copy = (torch_loaders if use_torch else numpy_loaders)(original, compressed, args.threads)
+    loaders, raw, copy, clone = (torch_loaders if use_torch else numpy_loaders)(original, compressed, args.threads)
 
     # Bit-equality with safetensors (and the warm-up of every file and code path).
     names = list(loaders)
@@ -132,7 +132,7 @@ def main():
         print(f"{name}: {len(got)} tensors bit-equal to {names[0]}'s, dtypes and shapes equal")
 
     # The model's parameters: allocated and touched once, as a constructed model's are.
-    parameters = {key: tensor.clone() for key, tensor in reference.items()}
+    parameters = {key: clone(tensor) for key, tensor in reference.items()}
     del reference
 
     def copied(load):
