@@ -31,10 +31,9 @@ DEFAULT = "/tmp/enec-corpus/minilm.bf16.safetensors"
 
 
 def torch_loaders(original, compressed, threads):
+    import enec.torch
     import safetensors.torch
     import torch
-
-    import enec.torch
 
     loaders = {
         "safetensors.torch.load_file": lambda: safetensors.torch.load_file(original),
@@ -81,23 +80,29 @@ def torch_copy(destination, tensor):
 
 
 def numpy_loaders(original, compressed, threads):
+    import enec.numpy
     import ml_dtypes  # noqa: F401  (safetensors.numpy reads BF16 through it)
     import safetensors.numpy
-
-    import enec.numpy
 
     loaders = {
         "safetensors.numpy.load_file": lambda: safetensors.numpy.load_file(original),
         "enec.numpy.load_file": lambda: enec.numpy.load_file(compressed, threads=threads),
     }
-    return loaders, lambda a: a.tobytes(), lambda destination, a: destination.__setitem__(..., a), lambda a: a.copy()
+    return (
+        loaders,
+        lambda a: a.tobytes(),
+        lambda destination, a: destination.__setitem__(..., a),
+        lambda a: a.copy(),
+    )
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoint", nargs="?", default=DEFAULT)
     parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--threads", type=int, default=None, help="enec threads (default: all cores)")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="enec threads (default: all cores)"
+    )
     parser.add_argument("--numpy", action="store_true", help="the numpy loaders even with torch")
     args = parser.parse_args()
 
@@ -118,7 +123,9 @@ def main():
         except ImportError:
             print("torch is not installed: measuring the numpy loaders instead")
             use_torch = False
-    loaders, raw, copy, clone = (torch_loaders if use_torch else numpy_loaders)(original, compressed, args.threads)
+    loaders, raw, copy, clone = (torch_loaders if use_torch else numpy_loaders)(
+        original, compressed, args.threads
+    )
 
     # Bit-equality with safetensors (and the warm-up of every file and code path).
     names = list(loaders)
@@ -127,7 +134,9 @@ def main():
         got = loaders[name]()
         assert set(got) == set(reference), name
         for key, tensor in reference.items():
-            assert got[key].dtype == tensor.dtype and tuple(got[key].shape) == tuple(tensor.shape), (name, key)
+            assert got[key].dtype == tensor.dtype and tuple(got[key].shape) == tuple(
+                tensor.shape
+            ), (name, key)
             assert raw(got[key]) == raw(tensor), (name, key)
         print(f"{name}: {len(got)} tensors bit-equal to {names[0]}'s, dtypes and shapes equal")
 
@@ -158,7 +167,10 @@ def main():
             times[key].append(time.perf_counter() - start)
             del loaded
 
-    print(f"\n{args.rounds} rounds, order rotated each round; median ms, and median of the per-round ratios to {names[0]}")
+    print(
+        f"\n{args.rounds} rounds, order rotated each round; median ms, "
+        f"and median of the per-round ratios to {names[0]}"
+    )
     for what in ("load_file", "load_file + copy into parameters"):
         print(f"{what}:")
         base = times[(names[0], what)]

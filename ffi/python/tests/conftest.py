@@ -2,12 +2,11 @@
 
 import pathlib
 
+import enec
 import ml_dtypes
 import numpy as np
 import pytest
 import safetensors.numpy
-
-import enec
 
 
 def every_dtype() -> dict:

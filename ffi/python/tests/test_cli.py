@@ -8,9 +8,8 @@ import os
 import pathlib
 import subprocess
 
-import pytest
-
 import enec
+import pytest
 
 CLI = os.environ.get("ENEC_CLI")
 pytestmark = pytest.mark.skipif(not CLI, reason="ENEC_CLI (the enec tool's path) is not set")
@@ -34,7 +33,10 @@ def test_compress_matches_the_cli(checkpoint, tmp_path, options):
     original, _ = checkpoint
     ours, theirs = tmp_path / "py.enec", tmp_path / "cli.enec"
     enec.compress_file(original, ours, **options)
-    flags = [f"--coding={options.get('coding', 'ranked')}", f"--frame={options.get('frame', 16384)}"]
+    flags = [
+        f"--coding={options.get('coding', 'ranked')}",
+        f"--frame={options.get('frame', 16384)}",
+    ]
     if not options.get("checksums", True):
         flags.append("--no-checksum")
     cli("compress", *flags, str(original), str(theirs))

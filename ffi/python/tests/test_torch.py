@@ -3,10 +3,9 @@
 import pytest
 
 torch = pytest.importorskip("torch")
-import safetensors.torch  # noqa: E402
-
 import enec  # noqa: E402
 import enec.torch  # noqa: E402
+import safetensors.torch  # noqa: E402
 from conftest import damaged, payload  # noqa: E402
 
 

@@ -16,11 +16,19 @@ released. Damaged or truncated files raise :class:`EnecError` naming the tensor 
 import importlib
 from typing import Any
 
+from . import numpy
 from ._enec import EnecError, compress_file, decompress_file
 from ._open import TensorSlice, safe_open
-from . import numpy
 
-__all__ = ["EnecError", "TensorSlice", "compress_file", "decompress_file", "safe_open", "numpy", "torch"]
+__all__ = [
+    "EnecError",
+    "TensorSlice",
+    "compress_file",
+    "decompress_file",
+    "safe_open",
+    "numpy",
+    "torch",
+]
 
 
 def __getattr__(name: str) -> Any:

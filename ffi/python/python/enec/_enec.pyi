@@ -54,7 +54,9 @@ class Checkpoint:
         """The original file's length in bytes."""
     def header(self) -> bytes:
         """The original safetensors header: its 8-byte length and its JSON."""
-    def decode_tensor_into(self, index: int, address: int, length: int, threads: Optional[int] = None) -> None:
+    def decode_tensor_into(
+        self, index: int, address: int, length: int, threads: Optional[int] = None
+    ) -> None:
         """Decodes tensor ``index`` into caller-owned, writable, contiguous memory."""
     def decode_all_into(self, address: int, length: int, threads: Optional[int] = None) -> None:
         """Restores the whole original file into caller-owned, writable, contiguous memory."""

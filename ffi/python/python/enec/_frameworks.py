@@ -108,7 +108,9 @@ def _numpy_dtype(np: Any, what: str, dtype: str) -> Any:
 def numpy_framework() -> Framework:
     import numpy as np
 
-    def view(buffer: Any, offset: int, nbytes: int, what: str, dtype: str, shape: Sequence[int]) -> Any:
+    def view(
+        buffer: Any, offset: int, nbytes: int, what: str, dtype: str, shape: Sequence[int]
+    ) -> Any:
         found = _numpy_dtype(np, what, dtype)
         count = elements(what, dtype, shape, found.itemsize, nbytes)
         return np.frombuffer(buffer, dtype=found, count=count, offset=offset).reshape(shape)
@@ -131,7 +133,9 @@ def torch_framework() -> Framework:
         array, address = _numpy_bytes(n)  # numpy's huge pages: twice as fast to fill here
         return torch.from_numpy(array), address
 
-    def view(buffer: Any, offset: int, nbytes: int, what: str, dtype: str, shape: Sequence[int]) -> Any:
+    def view(
+        buffer: Any, offset: int, nbytes: int, what: str, dtype: str, shape: Sequence[int]
+    ) -> Any:
         found = getattr(torch, _TORCH_DTYPES.get(dtype, ""), None)
         if not isinstance(found, torch.dtype):
             raise EnecError(f"{what}: dtype {dtype!r} has no equivalent in this torch")
@@ -161,14 +165,21 @@ Tensors = List[Tuple[str, str, List[int], int, int, int, int]]
 
 
 def load_one(
-    checkpoint: Any, tensors: Tensors, framework: Framework, index: int, device: str, threads: Optional[int]
+    checkpoint: Any,
+    tensors: Tensors,
+    framework: Framework,
+    index: int,
+    device: str,
+    threads: Optional[int],
 ) -> Any:
     """Tensor ``index`` of ``checkpoint`` (whose ``tensors()`` is ``tensors``), decoded alone
     into an array of its own, frames in parallel, the GIL released."""
     name, dtype, shape, nbytes = tensors[index][:4]
     buffer, address = framework.bytes(nbytes)
     checkpoint.decode_tensor_into(index, address, nbytes, threads)
-    return framework.to_device(framework.view(buffer, 0, nbytes, f'tensor "{name}"', dtype, shape), device)
+    return framework.to_device(
+        framework.view(buffer, 0, nbytes, f'tensor "{name}"', dtype, shape), device
+    )
 
 
 def load_all(
@@ -203,6 +214,8 @@ def save_file(
     try:
         module = importlib.import_module(f"safetensors.{framework}")
     except ImportError:
-        raise ImportError(f"enec.{framework}.save_file writes through safetensors: pip install safetensors") from None
+        raise ImportError(
+            f"enec.{framework}.save_file writes through safetensors: pip install safetensors"
+        ) from None
     data = module.save(tensors, metadata=metadata)
     compress_bytes(data, os.fspath(filename), **options)

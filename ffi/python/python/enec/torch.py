@@ -31,7 +31,9 @@ def load_file(
         return f.get_tensors()
 
 
-def load(data: bytes, device: str = "cpu", *, threads: Optional[int] = None) -> Dict[str, torch.Tensor]:
+def load(
+    data: bytes, device: str = "cpu", *, threads: Optional[int] = None
+) -> Dict[str, torch.Tensor]:
     """Every tensor of the enec checkpoint held in ``data``, by name, on ``device``."""
     return safe_open._of(Checkpoint.from_bytes(data), "pt", device, threads).get_tensors()
 
