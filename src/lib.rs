@@ -50,6 +50,7 @@ mod simd;
 mod stream;
 pub mod streaming;
 mod typed;
+pub mod wrapped;
 
 #[doc(hidden)]
 pub use dispatch::{decode_frame_portable, encode_frame_portable};

@@ -40,11 +40,9 @@ use crate::container::{
 };
 use crate::error::{Error, Result};
 use crate::format::{StreamInfo, STREAM_HEADER_BYTES};
-use crate::frame::{
-    check_frame_header, decode_frame_with, encode_frame_before, max_frame_bytes, Stores,
-    STREAMING_STORES_FROM,
-};
+use crate::frame::{check_frame_header, decode_frame_with, Stores, STREAMING_STORES_FROM};
 use crate::stream::{encode, max_encoded_size, EncodeOptions};
+use crate::wrapped::FrameEncoder;
 
 /// Decoded bytes per unit of work handed to a thread (whole frames, so at least one frame):
 /// large enough that handing it out costs nothing, small enough that two threads share even a
@@ -189,29 +187,17 @@ pub fn encode_into(
     if out.len() < bound || threads == 1 {
         return encode(options, input, out);
     }
-    let eb = options.dtype.element_bytes();
-    let info = StreamInfo::new(
-        options.dtype,
-        options.frame_log2,
-        options.checksums,
-        (input.len() / eb) as u64,
-    )?;
+    let encoder = FrameEncoder::new(options, input)?;
     let (header, body) = out.split_at_mut(STREAM_HEADER_BYTES);
-    header.copy_from_slice(&info.to_bytes());
-    let frame_in = info.frame_len() * eb;
-    let frames_per_run = (RUN_BYTES / frame_in).max(1);
-    let run_in = frames_per_run * frame_in;
+    header.copy_from_slice(&encoder.header());
+    let frame_in = encoder.info().frame_len() * options.dtype.element_bytes();
+    let frames_per_run = (RUN_BYTES / frame_in).max(1) as u32;
     // A run's slot: room for its frames stored (only the last frame of the stream is shorter,
-    // and `max_frame_bytes` of a shorter frame is never more).
-    let slot = frames_per_run * max_frame_bytes(options.dtype, info.frame_len());
-    let runs = input.len().div_ceil(run_in);
-    let mut written = std::vec![0usize; runs];
-    let jobs = input
-        .chunks(run_in)
-        .zip(body.chunks_mut(slot))
-        .zip(written.iter_mut())
-        .enumerate()
-        .map(|(i, ((run_input, dst), len))| (i * run_in, run_input, dst, len));
+    // and its room is never more).
+    let slot = frames_per_run as usize * encoder.max_frame_bytes();
+    let runs = encoder.frame_count().div_ceil(frames_per_run);
+    let mut written = std::vec![0usize; runs as usize];
+    let jobs = (0..runs).zip(body.chunks_mut(slot)).zip(written.iter_mut());
     let too_small = Error::OutputTooSmall {
         needed: bound as u64,
     };
@@ -219,20 +205,13 @@ pub fn encode_into(
         jobs,
         threads,
         || (),
-        |(), (start, run_input, dst, len)| {
+        |(), ((run_number, dst), len)| {
+            let first = run_number * frames_per_run;
+            let last = (first + frames_per_run).min(encoder.frame_count());
             let mut at = 0;
-            for (offset, frame) in (start..).step_by(frame_in).zip(run_input.chunks(frame_in)) {
-                let next = &input[offset + frame.len()..];
+            for index in first..last {
                 let room = dst.get_mut(at..).ok_or(too_small)?;
-                at += encode_frame_before(
-                    options.dtype,
-                    options.coding,
-                    options.checksums,
-                    frame,
-                    next,
-                    room,
-                )
-                .map_err(|e| match e {
+                at += encoder.encode_frame(index, room).map_err(|e| match e {
                     Error::OutputTooSmall { .. } => too_small,
                     other => other,
                 })?;

@@ -166,14 +166,7 @@ pub struct FrameInfo {
 /// Iterates over a stream's frames by their headers without decoding them (for parallel
 /// decoders and `info` tools). Stops after the first error.
 pub fn frames(stream: &[u8]) -> Result<Frames<'_>> {
-    let info = StreamInfo::parse(stream)?;
-    Ok(Frames {
-        stream,
-        info,
-        index: 0,
-        offset: STREAM_HEADER_BYTES,
-        failed: false,
-    })
+    Ok(Frames::new(stream, StreamInfo::parse(stream)?))
 }
 
 /// Iterator returned by [`frames`].
@@ -186,6 +179,17 @@ pub struct Frames<'a> {
 }
 
 impl Frames<'_> {
+    /// The frames of `stream`, whose parsed header is `info`.
+    pub(crate) fn new(stream: &[u8], info: StreamInfo) -> Frames<'_> {
+        Frames {
+            stream,
+            info,
+            index: 0,
+            offset: STREAM_HEADER_BYTES,
+            failed: false,
+        }
+    }
+
     /// The stream header.
     pub fn info(&self) -> &StreamInfo {
         &self.info

@@ -6,6 +6,8 @@
  *   enec_file compress   bf16|fp16|fp32 IN OUT   one-shot enec_encode
  *   enec_file decompress IN OUT                  streaming decoder, 64 KiB reads and writes
  *   enec_file roundtrip  bf16|fp16|fp32 IN       streaming encoder, one-shot decoder, compare
+ *   enec_file tensors    CHECKPOINT.enec         list a container's tensors (name, dtype, shape)
+ *   enec_file tensor     CHECKPOINT.enec NAME OUT  restore one tensor's bytes into OUT
  *
  * Build: make -C examples/c   (or see examples/c/Makefile)
  */
@@ -180,6 +182,71 @@ static int roundtrip(uint32_t dtype, const char *in) {
     return same && equal ? 0 : 1;
 }
 
+/* Containers: the handle lives in a few dozen bytes of our memory; the file stays ours too. */
+static EnecContainer *open_container(const char *path, unsigned char **file, void **state) {
+    size_t len = 0;
+    *file = read_all(path, &len);
+    if (!*file) return NULL;
+    size_t state_len = enec_container_state_size();
+    *state = aligned_alloc(ENEC_STATE_ALIGN, (state_len + ENEC_STATE_ALIGN - 1) / ENEC_STATE_ALIGN * ENEC_STATE_ALIGN);
+    EnecContainer *c = NULL;
+    EnecErrorDetail detail;
+    EnecStatus st = enec_container_open(*state, state_len, *file, len, &c, &detail);
+    if (st != ENEC_STATUS_OK) {
+        fail_status(path, st);
+        free(*file);
+        free(*state);
+        return NULL;
+    }
+    return c;
+}
+
+static void print_tensor(const EnecTensorInfo *t) {
+    printf("%llu\t%.*s\t%.*s\t[", (unsigned long long)t->index, (int)t->name_len, t->name,
+           (int)t->dtype_name_len, t->dtype_name);
+    for (uint32_t d = 0; d < t->rank; d++) printf(d ? ", %llu" : "%llu", (unsigned long long)t->shape[d]);
+    printf("]\t%llu -> %llu bytes%s\n", (unsigned long long)t->bytes, (unsigned long long)t->stored_bytes,
+           t->dtype ? "" : " (verbatim)");
+}
+
+static int tensors(const char *in) {
+    unsigned char *file;
+    void *state;
+    EnecContainer *c = open_container(in, &file, &state);
+    if (!c) return 1;
+    uint64_t count = 0;
+    enec_container_tensor_count(c, &count);
+    for (uint64_t i = 0; i < count; i++) {
+        EnecTensorInfo t;
+        EnecStatus st = enec_container_tensor(c, i, &t);
+        if (st != ENEC_STATUS_OK) return fail_status("tensor", st);
+        print_tensor(&t);
+    }
+    free(file);
+    free(state);
+    return 0;
+}
+
+static int tensor(const char *in, const char *name, const char *out) {
+    unsigned char *file;
+    void *state;
+    EnecContainer *c = open_container(in, &file, &state);
+    if (!c) return 1;
+    EnecTensorInfo t;
+    EnecStatus st = enec_container_find(c, name, strlen(name), &t);
+    if (st != ENEC_STATUS_OK) return fail_status(name, st);
+    print_tensor(&t);
+    unsigned char *bytes = malloc(t.bytes ? (size_t)t.bytes : 1);
+    size_t written = 0;
+    EnecErrorDetail detail;
+    st = enec_container_decode_tensor(c, t.index, bytes, (size_t)t.bytes, &written, &detail);
+    int rc = st != ENEC_STATUS_OK ? fail_status(name, st) : write_all(out, bytes, written);
+    free(bytes);
+    free(file);
+    free(state);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     uint32_t dtype = 0;
     if (argc == 5 && strcmp(argv[1], "compress") == 0 && parse_dtype(argv[2], &dtype) == 0)
@@ -187,10 +254,14 @@ int main(int argc, char **argv) {
     if (argc == 4 && strcmp(argv[1], "decompress") == 0) return decompress(argv[2], argv[3]);
     if (argc == 4 && strcmp(argv[1], "roundtrip") == 0 && parse_dtype(argv[2], &dtype) == 0)
         return roundtrip(dtype, argv[3]);
+    if (argc == 3 && strcmp(argv[1], "tensors") == 0) return tensors(argv[2]);
+    if (argc == 5 && strcmp(argv[1], "tensor") == 0) return tensor(argv[2], argv[3], argv[4]);
     fprintf(stderr,
             "enec %s\nusage: enec_file compress bf16|fp16|fp32 IN OUT\n"
             "       enec_file decompress IN OUT\n"
-            "       enec_file roundtrip bf16|fp16|fp32 IN\n",
+            "       enec_file roundtrip bf16|fp16|fp32 IN\n"
+            "       enec_file tensors CHECKPOINT.enec\n"
+            "       enec_file tensor CHECKPOINT.enec NAME OUT\n",
             enec_version());
     return 2;
 }

@@ -5,7 +5,8 @@
  * Link with libenec_capi.a (or libenec_capi.so) built by `cargo build --release` in ffi/capi.
  *
  * No function allocates. Buffers and streaming state memory belong to the caller; sizes come
- * from enec_max_encoded_size, enec_decoder_state_size and enec_encoder_state_size.
+ * from enec_max_encoded_size, enec_decoder_state_size, enec_encoder_state_size and
+ * enec_container_state_size.
  */
 
 #ifndef ENEC_H
@@ -16,6 +17,9 @@
 
 // Alignment in bytes that streaming state memory must have.
 #define ENEC_STATE_ALIGN 16
+
+// The largest tensor rank a container holds.
+#define ENEC_MAX_RANK 16
 
 // Result of every fallible function. `ENEC_STATUS_OK` is 0; the others name what went wrong
 // (see [`enec_status_message`]).
@@ -55,6 +59,11 @@ typedef enum EnecStatus {
   ENEC_STATUS_INVALID_ARGUMENT = 16,
   // An error this version of the C ABI does not name.
   ENEC_STATUS_OTHER = 17,
+  // Not a readable checkpoint container: magic `ENCP` missing, or its header, footer or index
+  // is damaged (the detail's value is the entry number where the index names one).
+  ENEC_STATUS_CORRUPT_CONTAINER = 18,
+  // No tensor of that name or number in the container.
+  ENEC_STATUS_NOT_FOUND = 19,
 } EnecStatus;
 
 // Element type (the stream header's code).
@@ -83,6 +92,9 @@ typedef enum EnecFlowStatus {
   // The stream is complete and all of its output has been written.
   ENEC_FLOW_STATUS_DONE = 2,
 } EnecFlowStatus;
+
+// Container handle (opaque; lives in caller memory of `enec_container_state_size()` bytes).
+typedef struct EnecContainer EnecContainer;
 
 // Streaming decoder state (opaque; lives in caller memory).
 typedef struct EnecDecoder EnecDecoder;
@@ -143,6 +155,33 @@ typedef struct EnecProgress {
   // An `EnecFlowStatus` value.
   uint32_t status;
 } EnecProgress;
+
+// One tensor of a container. `name` and `dtype_name` point into the container's memory and are
+// NOT NUL-terminated: use their lengths.
+typedef struct EnecTensorInfo {
+  // The tensor's number among the container's tensors, from 0, in file order.
+  uint64_t index;
+  // The tensor's name (`name_len` bytes of UTF-8).
+  const char *name;
+  // Bytes of `name`.
+  size_t name_len;
+  // The original file's dtype name (`BF16`, `F32`, `I64`, ...; `dtype_name_len` bytes).
+  const char *dtype_name;
+  // Bytes of `dtype_name`.
+  size_t dtype_name_len;
+  // The `EnecDtype` value of a tensor stored enec-coded; 0 for one stored verbatim.
+  uint32_t dtype;
+  // Number of dimensions (0 for a scalar), at most `ENEC_MAX_RANK`.
+  uint32_t rank;
+  // Dimensions; those past `rank` are 0.
+  uint64_t shape[ENEC_MAX_RANK];
+  // Bytes of the tensor: what `enec_container_decode_tensor` writes.
+  uint64_t bytes;
+  // Bytes the tensor takes in the container.
+  uint64_t stored_bytes;
+  // Byte offset of the tensor in the original file.
+  uint64_t original_offset;
+} EnecTensorInfo;
 
 #ifdef __cplusplus
 extern "C" {
@@ -285,6 +324,68 @@ enum EnecStatus enec_encoder_encode(struct EnecEncoder *encoder,
 // # Safety
 // `encoder` must come from `enec_encoder_init`.
 enum EnecStatus enec_encoder_finish(const struct EnecEncoder *encoder);
+
+// Bytes of caller memory a container handle needs (aligned to `ENEC_STATE_ALIGN`): a few dozen,
+// whatever the container's size.
+size_t enec_container_state_size(void);
+
+// Checks the container `file` (`file_len` bytes: its header, footer, index and padding; the
+// tensors are checked when they are decoded, in time proportional to the index) and stores a
+// handle to it, which lives in `mem`, in `*container`. There is no "close": the memory stays
+// the caller's.
+//
+// # Safety
+// `mem` must point to `mem_len` writable bytes aligned to `ENEC_STATE_ALIGN`, used for nothing
+// else while the handle is used; `file` must point to `file_len` readable bytes that stay
+// unchanged while the handle is used; `container` must be valid; `detail` may be NULL.
+enum EnecStatus enec_container_open(void *mem,
+                                    size_t mem_len,
+                                    const uint8_t *file,
+                                    size_t file_len,
+                                    struct EnecContainer **container,
+                                    struct EnecErrorDetail *detail);
+
+// The number of tensors in the container, into `*count` (pieces of the original file that are
+// not tensors, such as its header, are not counted).
+//
+// # Safety
+// `container` must come from `enec_container_open`; `count` must be valid.
+enum EnecStatus enec_container_tensor_count(const struct EnecContainer *container, uint64_t *count);
+
+// Describes tensor number `index` (0 ..< `enec_container_tensor_count`) in `*info`;
+// `ENEC_STATUS_NOT_FOUND` past the last. Takes time proportional to `index`.
+//
+// # Safety
+// `container` must come from `enec_container_open`; `info` must be valid.
+enum EnecStatus enec_container_tensor(const struct EnecContainer *container,
+                                      uint64_t index,
+                                      struct EnecTensorInfo *info);
+
+// Describes the tensor named `name` (`name_len` bytes, no NUL needed) in `*info`;
+// `ENEC_STATUS_NOT_FOUND` if there is none. `info->index` is its number for
+// `enec_container_decode_tensor`.
+//
+// # Safety
+// `container` must come from `enec_container_open`; `name` must point to `name_len` readable
+// bytes; `info` must be valid.
+enum EnecStatus enec_container_find(const struct EnecContainer *container,
+                                    const char *name,
+                                    size_t name_len,
+                                    struct EnecTensorInfo *info);
+
+// Restores tensor number `index` into `out` (`out_cap` bytes, at least the tensor's `bytes`),
+// verifying its checksums, on the calling thread; the bytes written go to `*out_len`. A damaged
+// tensor gives an error (with the frame in `detail`), never wrong data as good.
+//
+// # Safety
+// `container` must come from `enec_container_open`; `out` must point to `out_cap` writable
+// bytes not overlapping the container; `out_len` must be valid; `detail` may be NULL.
+enum EnecStatus enec_container_decode_tensor(const struct EnecContainer *container,
+                                             uint64_t index,
+                                             uint8_t *out,
+                                             size_t out_cap,
+                                             size_t *out_len,
+                                             struct EnecErrorDetail *detail);
 
 #ifdef __cplusplus
 }  // extern "C"

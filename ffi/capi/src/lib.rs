@@ -8,6 +8,11 @@
 //!   provides, sized by [`enec_decoder_state_size`] / [`enec_encoder_state_size`] and aligned to
 //!   [`ENEC_STATE_ALIGN`] bytes.
 //!
+//! - Checkpoint containers in memory: [`enec_container_open`] checks one and keeps a handle in
+//!   caller memory; [`enec_container_tensor`] / [`enec_container_find`] describe a tensor (name,
+//!   dtype, shape, sizes) by number or name; [`enec_container_decode_tensor`] restores one into
+//!   a caller buffer.
+//!
 //! Nothing here allocates. Every function checks its pointers for NULL and its arguments for
 //! range and returns an [`EnecStatus`]; a panic aborts (the crate is built with `panic = "abort"`)
 //! and cannot unwind into C.
@@ -18,6 +23,7 @@ use core::mem::size_of;
 use core::ptr;
 use core::slice;
 
+use enec::container::{dtype_from_safetensors, Container, ContainerError, Entry};
 use enec::streaming::{capacity_for, Decoder, Encoder, Status};
 use enec::{Coding, Dtype, EncodeOptions, Error};
 
@@ -64,6 +70,11 @@ pub enum EnecStatus {
     InvalidArgument = 16,
     /// An error this version of the C ABI does not name.
     Other = 17,
+    /// Not a readable checkpoint container: magic `ENCP` missing, or its header, footer or index
+    /// is damaged (the detail's value is the entry number where the index names one).
+    CorruptContainer = 18,
+    /// No tensor of that name or number in the container.
+    NotFound = 19,
 }
 
 /// Element type (the stream header's code).
@@ -276,6 +287,8 @@ pub extern "C" fn enec_status_message(status: i32) -> *const c_char {
         14 => c"element count too large",
         15 => c"a frame needs more streaming state than was provided",
         16 => c"invalid argument (NULL pointer, unknown enum value, misaligned or small state)",
+        18 => c"not a readable enec checkpoint container (or a damaged one)",
+        19 => c"no tensor of that name or number in the container",
         _ => c"unknown error",
     };
     s.as_ptr()
@@ -771,9 +784,290 @@ pub unsafe extern "C" fn enec_encoder_finish(encoder: *const EnecEncoder) -> Ene
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Checkpoint containers (FORMAT.md section 9) in caller memory
+// ---------------------------------------------------------------------------------------------
+
+/// Container handle (opaque; lives in caller memory of `enec_container_state_size()` bytes).
+pub struct EnecContainer {
+    _private: [u8; 0],
+}
+
+const CONTAINER_MAGIC: u32 = 0x5043_4E45; // "ENCP"
+
+/// The largest tensor rank a container holds.
+pub const ENEC_MAX_RANK: usize = 16;
+
+/// One tensor of a container. `name` and `dtype_name` point into the container's memory and are
+/// NOT NUL-terminated: use their lengths.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct EnecTensorInfo {
+    /// The tensor's number among the container's tensors, from 0, in file order.
+    pub index: u64,
+    /// The tensor's name (`name_len` bytes of UTF-8).
+    pub name: *const c_char,
+    /// Bytes of `name`.
+    pub name_len: usize,
+    /// The original file's dtype name (`BF16`, `F32`, `I64`, ...; `dtype_name_len` bytes).
+    pub dtype_name: *const c_char,
+    /// Bytes of `dtype_name`.
+    pub dtype_name_len: usize,
+    /// The `EnecDtype` value of a tensor stored enec-coded; 0 for one stored verbatim.
+    pub dtype: u32,
+    /// Number of dimensions (0 for a scalar), at most `ENEC_MAX_RANK`.
+    pub rank: u32,
+    /// Dimensions; those past `rank` are 0.
+    pub shape: [u64; ENEC_MAX_RANK],
+    /// Bytes of the tensor: what `enec_container_decode_tensor` writes.
+    pub bytes: u64,
+    /// Bytes the tensor takes in the container.
+    pub stored_bytes: u64,
+    /// Byte offset of the tensor in the original file.
+    pub original_offset: u64,
+}
+
+/// Converts a container error, filling `detail` when it is not NULL.
+unsafe fn container_fail(e: ContainerError, detail: *mut EnecErrorDetail) -> EnecStatus {
+    let (status, value) = match e {
+        ContainerError::Stream { error, .. } => return fail(error, detail),
+        ContainerError::Truncated { needed, .. } => (EnecStatus::Truncated, needed),
+        ContainerError::OutputTooSmall { needed } => (EnecStatus::OutputTooSmall, needed),
+        ContainerError::RawChecksumMismatch { .. } => (EnecStatus::ChecksumMismatch, 0),
+        ContainerError::UnsupportedVersion { .. } => (EnecStatus::UnsupportedVersion, 0),
+        ContainerError::CorruptIndex { entry, .. }
+        | ContainerError::UnsupportedPieceKind { entry, .. } => {
+            (EnecStatus::CorruptContainer, entry)
+        }
+        _ => (EnecStatus::CorruptContainer, 0),
+    };
+    if !detail.is_null() {
+        detail.write(EnecErrorDetail {
+            status,
+            frame: 0,
+            value,
+        });
+    }
+    status
+}
+
+/// The container behind a handle from `enec_container_open`.
+unsafe fn container_of<'a>(handle: *const EnecContainer) -> Option<&'a Container<'a>> {
+    let mem = handle as *const c_void;
+    if mem.is_null() || (mem as usize) % ENEC_STATE_ALIGN != 0 {
+        return None;
+    }
+    let h = &*(mem as *const StateHeader);
+    (h.magic == CONTAINER_MAGIC)
+        .then(|| &*((mem as *const u8).add(ENEC_STATE_ALIGN) as *const Container<'a>))
+}
+
+/// Tensor number `index` (tensors only, in file order) and its entry number.
+fn tensor_at<'a>(c: &Container<'a>, index: u64) -> Option<(u64, Entry<'a>)> {
+    c.entries()
+        .filter(|(_, e)| e.is_tensor())
+        .nth(usize::try_from(index).ok()?)
+}
+
+fn tensor_info(index: u64, e: &Entry<'_>) -> EnecTensorInfo {
+    let mut shape = [0u64; ENEC_MAX_RANK];
+    shape[..e.shape.len()].copy_from_slice(&e.shape);
+    let enec_coded = e.kind == enec::container::PieceKind::Enec;
+    EnecTensorInfo {
+        index,
+        name: e.name.as_ptr() as *const c_char,
+        name_len: e.name.len(),
+        dtype_name: e.dtype.as_ptr() as *const c_char,
+        dtype_name_len: e.dtype.len(),
+        dtype: match dtype_from_safetensors(e.dtype) {
+            Some(d) if enec_coded => u32::from(d.code()),
+            _ => 0,
+        },
+        rank: e.shape.len() as u32,
+        shape,
+        bytes: e.original_len,
+        stored_bytes: e.len,
+        original_offset: e.original_offset,
+    }
+}
+
+/// Bytes of caller memory a container handle needs (aligned to `ENEC_STATE_ALIGN`): a few dozen,
+/// whatever the container's size.
+#[no_mangle]
+pub extern "C" fn enec_container_state_size() -> usize {
+    ENEC_STATE_ALIGN + size_of::<Container<'static>>()
+}
+
+/// Checks the container `file` (`file_len` bytes: its header, footer, index and padding; the
+/// tensors are checked when they are decoded, in time proportional to the index) and stores a
+/// handle to it, which lives in `mem`, in `*container`. There is no "close": the memory stays
+/// the caller's.
+///
+/// # Safety
+/// `mem` must point to `mem_len` writable bytes aligned to `ENEC_STATE_ALIGN`, used for nothing
+/// else while the handle is used; `file` must point to `file_len` readable bytes that stay
+/// unchanged while the handle is used; `container` must be valid; `detail` may be NULL.
+#[no_mangle]
+pub unsafe extern "C" fn enec_container_open(
+    mem: *mut c_void,
+    mem_len: usize,
+    file: *const u8,
+    file_len: usize,
+    container: *mut *mut EnecContainer,
+    detail: *mut EnecErrorDetail,
+) -> EnecStatus {
+    if mem.is_null() || container.is_null() || mem_len < enec_container_state_size() {
+        return EnecStatus::InvalidArgument;
+    }
+    if (mem as usize) % ENEC_STATE_ALIGN != 0 {
+        return EnecStatus::InvalidArgument;
+    }
+    let Some(file) = bytes(file, file_len) else {
+        return EnecStatus::InvalidArgument;
+    };
+    let parsed = match Container::parse(file) {
+        Ok(c) => c,
+        Err(e) => return container_fail(e, detail),
+    };
+    ptr::write(
+        (mem as *mut u8).add(ENEC_STATE_ALIGN) as *mut Container<'_>,
+        parsed,
+    );
+    ptr::write(
+        mem as *mut StateHeader,
+        StateHeader {
+            magic: CONTAINER_MAGIC,
+            tier: 0,
+        },
+    );
+    container.write(mem as *mut EnecContainer);
+    EnecStatus::Ok
+}
+
+/// The number of tensors in the container, into `*count` (pieces of the original file that are
+/// not tensors, such as its header, are not counted).
+///
+/// # Safety
+/// `container` must come from `enec_container_open`; `count` must be valid.
+#[no_mangle]
+pub unsafe extern "C" fn enec_container_tensor_count(
+    container: *const EnecContainer,
+    count: *mut u64,
+) -> EnecStatus {
+    let Some(c) = container_of(container) else {
+        return EnecStatus::InvalidArgument;
+    };
+    if count.is_null() {
+        return EnecStatus::InvalidArgument;
+    }
+    count.write(c.entries().filter(|(_, e)| e.is_tensor()).count() as u64);
+    EnecStatus::Ok
+}
+
+/// Describes tensor number `index` (0 ..< `enec_container_tensor_count`) in `*info`;
+/// `ENEC_STATUS_NOT_FOUND` past the last. Takes time proportional to `index`.
+///
+/// # Safety
+/// `container` must come from `enec_container_open`; `info` must be valid.
+#[no_mangle]
+pub unsafe extern "C" fn enec_container_tensor(
+    container: *const EnecContainer,
+    index: u64,
+    info: *mut EnecTensorInfo,
+) -> EnecStatus {
+    let Some(c) = container_of(container) else {
+        return EnecStatus::InvalidArgument;
+    };
+    if info.is_null() {
+        return EnecStatus::InvalidArgument;
+    }
+    match tensor_at(c, index) {
+        Some((_, entry)) => {
+            info.write(tensor_info(index, &entry));
+            EnecStatus::Ok
+        }
+        None => EnecStatus::NotFound,
+    }
+}
+
+/// Describes the tensor named `name` (`name_len` bytes, no NUL needed) in `*info`;
+/// `ENEC_STATUS_NOT_FOUND` if there is none. `info->index` is its number for
+/// `enec_container_decode_tensor`.
+///
+/// # Safety
+/// `container` must come from `enec_container_open`; `name` must point to `name_len` readable
+/// bytes; `info` must be valid.
+#[no_mangle]
+pub unsafe extern "C" fn enec_container_find(
+    container: *const EnecContainer,
+    name: *const c_char,
+    name_len: usize,
+    info: *mut EnecTensorInfo,
+) -> EnecStatus {
+    let Some(c) = container_of(container) else {
+        return EnecStatus::InvalidArgument;
+    };
+    let Some(name) = bytes(name as *const u8, name_len) else {
+        return EnecStatus::InvalidArgument;
+    };
+    if info.is_null() {
+        return EnecStatus::InvalidArgument;
+    }
+    let found = c
+        .entries()
+        .filter(|(_, e)| e.is_tensor())
+        .enumerate()
+        .find(|(_, (_, e))| e.name.as_bytes() == name);
+    match found {
+        Some((index, (_, entry))) => {
+            info.write(tensor_info(index as u64, &entry));
+            EnecStatus::Ok
+        }
+        None => EnecStatus::NotFound,
+    }
+}
+
+/// Restores tensor number `index` into `out` (`out_cap` bytes, at least the tensor's `bytes`),
+/// verifying its checksums, on the calling thread; the bytes written go to `*out_len`. A damaged
+/// tensor gives an error (with the frame in `detail`), never wrong data as good.
+///
+/// # Safety
+/// `container` must come from `enec_container_open`; `out` must point to `out_cap` writable
+/// bytes not overlapping the container; `out_len` must be valid; `detail` may be NULL.
+#[no_mangle]
+pub unsafe extern "C" fn enec_container_decode_tensor(
+    container: *const EnecContainer,
+    index: u64,
+    out: *mut u8,
+    out_cap: usize,
+    out_len: *mut usize,
+    detail: *mut EnecErrorDetail,
+) -> EnecStatus {
+    let Some(c) = container_of(container) else {
+        return EnecStatus::InvalidArgument;
+    };
+    let Some(out) = bytes_mut(out, out_cap) else {
+        return EnecStatus::InvalidArgument;
+    };
+    if out_len.is_null() {
+        return EnecStatus::InvalidArgument;
+    }
+    let Some((number, entry)) = tensor_at(c, index) else {
+        return EnecStatus::NotFound;
+    };
+    match c.decode_entry(number, &entry, out) {
+        Ok(n) => {
+            out_len.write(n);
+            EnecStatus::Ok
+        }
+        Err(e) => container_fail(e, detail),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use enec::container::MAX_RANK;
 
     #[test]
     fn state_fits_and_alignment_holds() {
@@ -784,5 +1078,7 @@ mod tests {
         assert!(enec_decoder_state_size(1, 16384) < enec_decoder_state_size(3, 16384));
         assert_eq!(enec_decoder_state_size(9, 16384), 0);
         assert_eq!(enec_decoder_state_size(1, 1000), 0);
+        assert!(core::mem::align_of::<Container<'static>>() <= ENEC_STATE_ALIGN);
+        assert_eq!(ENEC_MAX_RANK, MAX_RANK);
     }
 }

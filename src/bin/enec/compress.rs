@@ -4,8 +4,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use enec::container::{PieceKind, MAGIC as CONTAINER_MAGIC};
-use enec::format::{StreamInfo, MAGIC as STREAM_MAGIC};
-use enec::frame::{encode_frame_before, frames_and_rest, max_frame_bytes};
+use enec::format::MAGIC as STREAM_MAGIC;
+use enec::wrapped::{piece_checksum, FrameEncoder};
 use enec::{Dtype, EncodeOptions};
 
 use crate::container::{ContainerWriter, PieceMeta, Sink};
@@ -133,53 +133,40 @@ enum Unit<'a> {
     /// A verbatim piece: its checksum is computed in parallel, its bytes written in order.
     Raw(usize, &'a [u8]),
     /// The start of an enec piece (its stream header).
-    Start(usize),
-    /// One frame of the current enec piece, and the piece's bytes after it (which the encoder
-    /// fetches while it writes this frame: the same thread most often encodes the next).
-    Frame(Dtype, &'a [u8], &'a [u8]),
+    Start([u8; 32]),
+    /// Frame `index` of an enec piece (the thread that encodes it fetches the next frame's input
+    /// meanwhile: the same thread most often encodes the next).
+    Frame(FrameEncoder<'a>, u32),
     /// The end of an enec piece.
     End(usize),
 }
 
-fn frame_units<'a>(
-    dtype: Dtype,
-    bytes: &'a [u8],
-    options: &EncodeOptions,
-) -> impl Iterator<Item = Result<Unit<'a>>> + 'a {
-    let frame_bytes = (1usize << options.frame_log2) * dtype.element_bytes();
-    frames_and_rest(bytes, frame_bytes)
-        .map(move |(frame, next)| Ok(Unit::Frame(dtype, frame, next)))
+fn frame_units<'a>(encoder: FrameEncoder<'a>) -> impl Iterator<Item = Result<Unit<'a>>> + 'a {
+    (0..encoder.frame_count()).map(move |index| Ok(Unit::Frame(encoder, index)))
 }
 
-/// Encodes one frame into `buffer` (fetching `next`, the input after it, meanwhile); returns
-/// its size.
-fn encode_unit(
-    dtype: Dtype,
-    frame: &[u8],
-    next: &[u8],
-    options: &EncodeOptions,
-    buffer: &mut Vec<u8>,
-) -> Result<usize> {
-    let max = max_frame_bytes(dtype, frame.len() / dtype.element_bytes());
+/// Input bytes of a unit, to size the pipeline's windows.
+fn weight(unit: &Unit<'_>) -> usize {
+    match unit {
+        Unit::Raw(_, bytes) => bytes.len(),
+        Unit::Frame(encoder, index) => encoder.frame_input(*index).len(),
+        _ => 0,
+    }
+}
+
+/// Encodes one frame into `buffer`; returns its size.
+fn encode_unit(encoder: &FrameEncoder<'_>, index: u32, buffer: &mut Vec<u8>) -> Result<usize> {
+    let max = encoder.max_frame_bytes();
     if buffer.len() < max {
         buffer.resize(max, 0);
     }
-    encode_frame_before(
-        dtype,
-        options.coding,
-        options.checksums,
-        frame,
-        next,
-        buffer,
-    )
-    .map_err(|e| format!("encoding a frame: {e}").into())
+    encoder
+        .encode_frame(index, buffer)
+        .map_err(|e| format!("encoding a frame: {e}").into())
 }
 
-fn stream_header(dtype: Dtype, bytes: usize, options: &EncodeOptions) -> Result<[u8; 32]> {
-    let elements = (bytes / dtype.element_bytes()) as u64;
-    let info = StreamInfo::new(dtype, options.frame_log2, options.checksums, elements)
-        .map_err(|e| format!("{e}"))?;
-    Ok(info.to_bytes())
+fn encoder<'a>(dtype: Dtype, bytes: &'a [u8], options: &EncodeOptions) -> Result<FrameEncoder<'a>> {
+    FrameEncoder::new(&EncodeOptions { dtype, ..*options }, bytes).map_err(|e| e.to_string().into())
 }
 
 /// The index fields of `piece`.
@@ -210,21 +197,20 @@ pub fn compress_pieces<S: Sink + Send>(
         let bytes = bytes_of(piece);
         let units: Box<dyn Iterator<Item = Result<Unit<'_>>>> = match piece.enec {
             None => Box::new(std::iter::once(Ok(Unit::Raw(i, bytes)))),
-            Some(dtype) => Box::new(
-                std::iter::once(Ok(Unit::Start(i)))
-                    .chain(frame_units(dtype, bytes, options))
-                    .chain(std::iter::once(Ok(Unit::End(i)))),
-            ),
+            Some(dtype) => match encoder(dtype, bytes, options) {
+                Ok(encoder) => Box::new(
+                    std::iter::once(Ok(Unit::Start(encoder.header())))
+                        .chain(frame_units(encoder))
+                        .chain(std::iter::once(Ok(Unit::End(i)))),
+                ),
+                Err(e) => Box::new(std::iter::once(Err(e))),
+            },
         };
         units
     });
-    let weight = |u: &Unit<'_>| match u {
-        Unit::Raw(_, b) | Unit::Frame(_, b, _) => b.len(),
-        _ => 0,
-    };
     let work = |u: &Unit<'_>, buffer: &mut Vec<u8>| match u {
-        Unit::Raw(_, bytes) => Ok(enec::checksum::h32(bytes) as usize),
-        Unit::Frame(dtype, frame, next) => encode_unit(*dtype, frame, next, options, buffer),
+        Unit::Raw(_, bytes) => Ok(piece_checksum(bytes) as usize),
+        Unit::Frame(encoder, index) => encode_unit(encoder, *index, buffer),
         _ => Ok(0),
     };
     let mut writer = ContainerWriter::new(out)?;
@@ -235,14 +221,12 @@ pub fn compress_pieces<S: Sink + Send>(
             progress.inc(bytes.len() as u64);
             writer.end(meta(&pieces[i], PieceKind::Raw, result as u32))
         }
-        Unit::Start(i) => {
-            let piece = &pieces[i];
+        Unit::Start(header) => {
             writer.begin()?;
-            let dtype = piece.enec.unwrap_or(Dtype::Bf16);
-            writer.payload(&stream_header(dtype, bytes_of(piece).len(), options)?)
+            writer.payload(&header)
         }
-        Unit::Frame(_, frame, _) => {
-            progress.inc(frame.len() as u64);
+        Unit::Frame(encoder, index) => {
+            progress.inc(encoder.frame_input(index).len() as u64);
             writer.payload(&buffer[..result])
         }
         Unit::End(i) => writer.end(meta(&pieces[i], PieceKind::Enec, 0)),
@@ -265,26 +249,22 @@ pub fn compress_raw<S: Sink + Send>(
     out: &mut S,
     progress: &Progress,
 ) -> Result<Report> {
-    let dtype = options.dtype;
-    out.put(&stream_header(dtype, data.len(), options)?)?;
+    let encoder = encoder(options.dtype, data, options)?;
+    out.put(&encoder.header())?;
     let mut compressed = 32u64;
     let work = |u: &Unit<'_>, buffer: &mut Vec<u8>| match u {
-        Unit::Frame(dtype, frame, next) => encode_unit(*dtype, frame, next, options, buffer),
+        Unit::Frame(encoder, index) => encode_unit(encoder, *index, buffer),
         _ => Ok(0),
     };
     let emit = |u: Unit<'_>, result: usize, buffer: &[u8]| {
-        if let Unit::Frame(_, frame, _) = u {
-            progress.inc(frame.len() as u64);
+        if let Unit::Frame(encoder, index) = u {
+            progress.inc(encoder.frame_input(index).len() as u64);
             compressed += result as u64;
             out.put(&buffer[..result])?;
         }
         Ok(())
     };
-    let weight = |u: &Unit<'_>| match u {
-        Unit::Frame(_, b, _) => b.len(),
-        _ => 0,
-    };
-    pipeline::run(frame_units(dtype, data, options), weight, work, emit)?;
+    pipeline::run(frame_units(encoder), weight, work, emit)?;
     Ok(Report {
         original: data.len() as u64,
         compressed,

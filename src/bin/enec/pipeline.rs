@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use crate::error::Result;
 
 /// Input bytes per window.
-pub const WINDOW_BYTES: usize = 32 << 20;
+pub const WINDOW_BYTES: usize = 4 << 20;
 /// Units per window.
 pub const WINDOW_ITEMS: usize = 1024;
 
