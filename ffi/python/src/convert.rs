@@ -33,7 +33,7 @@ pub fn compress(
         let (kind, checksum) = match piece.enec {
             None => {
                 writer.out.extend_from_slice(bytes);
-                (PieceKind::Raw, enec::checksum::h32(bytes))
+                (PieceKind::Raw, enec::wrapped::piece_checksum(bytes))
             }
             Some(dtype) => {
                 let options = EncodeOptions { dtype, ..*options };
