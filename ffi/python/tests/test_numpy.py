@@ -169,3 +169,22 @@ def test_decompresses_bare_streams_to_their_arrays(tmp_path):
         out = tmp_path / array.name
         assert enec.decompress_file(stream, out) == array.stat().st_size
         assert out.read_bytes() == array.read_bytes(), stream.name
+
+
+def test_a_dtype_without_numpy_equivalent_is_named(tmp_path):
+    """A tensor of a dtype numpy lacks is kept verbatim, restored byte for byte, and named in
+    the error when loaded; the others still load."""
+    header = b'{"odd":{"dtype":"F4","shape":[4],"data_offsets":[0,2]},'
+    header += b'"w":{"dtype":"F32","shape":[2],"data_offsets":[2,10]}}'
+    header += b" " * (-len(header) % 8)
+    data = len(header).to_bytes(8, "little") + header + b"\x12\x34" + np.ones(2, "<f4").tobytes()
+    original = tmp_path / "odd.safetensors"
+    original.write_bytes(data)
+    compressed = tmp_path / "odd.enec"
+    enec.compress_file(original, compressed)
+    enec.decompress_file(compressed, tmp_path / "restored")
+    assert (tmp_path / "restored").read_bytes() == data
+    with enec.safe_open(compressed, framework="np") as f:
+        assert f.get_tensor("w").tolist() == [1.0, 1.0]
+        with pytest.raises(enec.EnecError, match="tensor \"odd\": dtype 'F4' has no numpy"):
+            f.get_tensor("odd")

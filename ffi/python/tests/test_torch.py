@@ -85,3 +85,19 @@ def test_safe_open_reads_one_tensor(files, tmp_path):
         assert torch.equal(f.get_slice("w.f32")[1:3], tensors["w.f32"][1:3])
         with pytest.raises(enec.EnecError, match='tensor "w.f16".*frame'):
             f.get_tensor("w.f16")
+
+
+def test_misaligned_tensors_load(tmp_path):
+    """A float tensor at an odd offset of the data (safetensors allows it) loads all the same."""
+    header = b'{"a":{"dtype":"I8","shape":[1],"data_offsets":[0,1]},'
+    header += b'"b":{"dtype":"F32","shape":[2],"data_offsets":[1,9]}}'
+    header += b" " * (-len(header) % 8)
+    values = torch.tensor([1.5, -2.0])
+    data = len(header).to_bytes(8, "little") + header + b"\x07" + values.numpy().tobytes()
+    original = tmp_path / "odd.safetensors"
+    original.write_bytes(data)
+    compressed = tmp_path / "odd.enec"
+    enec.compress_file(original, compressed)
+    loaded = enec.torch.load_file(compressed)
+    assert loaded["a"].tolist() == [7]
+    assert torch.equal(loaded["b"], values)
