@@ -1,9 +1,11 @@
 //! The CLI's two conversions: a safetensors file into a checkpoint container (`enec compress`)
 //! and an enec file back into the original bytes (`enec decompress`), byte for byte the same.
 
+use std::io::Write;
+
 use enec::container::{
-    encode_index_header, header_bytes, pad32, Container, Entry, Footer, PieceKind, HEADER_BYTES,
-    MAGIC as CONTAINER_MAGIC,
+    encode_index_header, header_bytes, pad32, Container, Entry, Footer, PieceKind, ALIGN,
+    HEADER_BYTES, MAGIC as CONTAINER_MAGIC,
 };
 use enec::format::MAGIC as STREAM_MAGIC;
 use enec::EncodeOptions;
@@ -11,39 +13,64 @@ use enec::EncodeOptions;
 use crate::decode;
 use crate::safetensors::{self, Piece};
 
-/// The container (FORMAT.md section 9) of the safetensors file `data`: its tensors of BF16, F16
-/// and F32 as enec streams, every other byte verbatim. `name` is the file, for messages.
-pub fn compress(
+/// Why a conversion failed: the input (a message naming the file and the piece), or writing.
+#[derive(Debug)]
+pub enum Failure {
+    /// The input is not what it should be, or could not be coded.
+    Input(String),
+    /// Writing the output failed.
+    Write(std::io::Error),
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Failure {
+        Failure::Input(message)
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Failure {
+        Failure::Write(e)
+    }
+}
+
+/// Writes the container (FORMAT.md section 9) of the safetensors file `data` to `out`: its
+/// tensors of BF16, F16 and F32 as enec streams, every other byte verbatim; returns its size.
+/// Memory: one tensor's stream at a time. `name` is the file, for messages.
+pub fn compress<W: Write>(
     name: &str,
     data: &[u8],
     options: &EncodeOptions,
     threads: usize,
-) -> Result<Vec<u8>, String> {
+    out: W,
+) -> Result<u64, Failure> {
     if data.starts_with(&CONTAINER_MAGIC) || data.starts_with(&STREAM_MAGIC) {
         return Err(format!(
             "{name}: already an enec file (use enec.decompress_file or enec.safe_open)"
-        ));
+        )
+        .into());
     }
     let tensors = safetensors::parse(data).map_err(|why| format!("{name}: {why}"))?;
     let pieces = safetensors::plan(data.len() as u64, tensors);
-    let mut writer = Writer::new();
+    let mut writer = Writer::new(out)?;
+    let mut stream = Vec::new();
     for piece in &pieces {
         let bytes = &data[piece.start as usize..piece.end as usize];
-        writer.begin();
+        writer.begin()?;
         let (kind, checksum) = match piece.enec {
             None => {
-                writer.out.extend_from_slice(bytes);
+                writer.write(bytes)?;
                 (PieceKind::Raw, enec::wrapped::piece_checksum(bytes))
             }
             Some(dtype) => {
                 let options = EncodeOptions { dtype, ..*options };
-                let at = writer.out.len();
-                let bound = enec::max_encoded_size(&options, bytes.len())
-                    .map_err(|e| format!("{name}: {}: {e}", what(piece)))?;
-                writer.out.resize(at + bound, 0);
-                let n = decode::encode(&options, bytes, &mut writer.out[at..], threads)
-                    .map_err(|e| format!("{name}: {}: {e}", what(piece)))?;
-                writer.out.truncate(at + n);
+                let failed = |e: enec::Error| format!("{name}: {}: {e}", what(piece));
+                stream.resize(
+                    enec::max_encoded_size(&options, bytes.len()).map_err(failed)?,
+                    0,
+                );
+                let n = decode::encode(&options, bytes, &mut stream, threads).map_err(failed)?;
+                writer.write(&stream[..n])?;
                 (PieceKind::Enec, 0)
             }
         };
@@ -60,34 +87,46 @@ fn what(piece: &Piece) -> String {
     }
 }
 
-/// A container being written into memory: payloads first, then the index and the footer.
-struct Writer {
-    out: Vec<u8>,
+/// A container being written to `out`: payloads first, then the index and the footer.
+struct Writer<W: Write> {
+    out: W,
+    pos: u64,
     original: u64,
     piece_start: u64,
     entries: Vec<u8>,
     count: u64,
 }
 
-impl Writer {
-    fn new() -> Writer {
-        Writer {
-            out: header_bytes().to_vec(),
+impl<W: Write> Writer<W> {
+    /// Writes the container header.
+    fn new(mut out: W) -> std::io::Result<Writer<W>> {
+        out.write_all(&header_bytes())?;
+        Ok(Writer {
+            out,
+            pos: HEADER_BYTES as u64,
             original: 0,
             piece_start: HEADER_BYTES as u64,
             entries: Vec::new(),
             count: 0,
-        }
+        })
     }
 
-    fn pad(&mut self) {
-        self.out.resize(pad32(self.out.len() as u64) as usize, 0);
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.out.write_all(bytes)?;
+        self.pos += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn pad(&mut self) -> std::io::Result<()> {
+        let zeros = [0u8; ALIGN as usize];
+        self.write(&zeros[..(pad32(self.pos) - self.pos) as usize])
     }
 
     /// Starts a piece at the next multiple of 32.
-    fn begin(&mut self) {
-        self.pad();
-        self.piece_start = self.out.len() as u64;
+    fn begin(&mut self) -> std::io::Result<()> {
+        self.pad()?;
+        self.piece_start = self.pos;
+        Ok(())
     }
 
     /// Ends the current piece (its payload written) and records its index entry.
@@ -104,7 +143,7 @@ impl Writer {
             original_offset: self.original,
             original_len,
             offset: self.piece_start,
-            len: self.out.len() as u64 - self.piece_start,
+            len: self.pos - self.piece_start,
             checksum,
         };
         let mut buf = vec![0u8; entry.max_encoded_len()];
@@ -115,20 +154,20 @@ impl Writer {
         Ok(())
     }
 
-    /// The whole container: the index and the footer appended.
-    fn finish(mut self) -> Result<Vec<u8>, String> {
-        self.pad();
-        let index_offset = self.out.len() as u64;
+    /// Writes the index and the footer; returns the container's size.
+    fn finish(mut self) -> Result<u64, Failure> {
+        self.pad()?;
+        let index_offset = self.pos;
         let mut index = vec![0u8; 24];
         let n = encode_index_header(self.original, self.count, &mut index)
             .map_err(|e| e.to_string())?;
         index.truncate(n);
         index.extend_from_slice(&self.entries);
-        self.out.extend_from_slice(&index);
-        self.pad();
-        self.out
-            .extend_from_slice(&Footer::new(index_offset, &index).to_bytes());
-        Ok(self.out)
+        self.write(&index)?;
+        self.pad()?;
+        self.write(&Footer::new(index_offset, &index).to_bytes())?;
+        self.out.flush()?;
+        Ok(self.pos)
     }
 }
 

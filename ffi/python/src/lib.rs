@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::Write;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use enec::container::{Container, Entry, MAGIC as CONTAINER_MAGIC};
@@ -17,6 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 mod convert;
+use convert::Failure;
 mod decode;
 // The CLI's safetensors reader: the same file, so both read checkpoints identically.
 #[allow(dead_code)]
@@ -49,17 +50,27 @@ fn map(path: &Path) -> PyResult<Mmap> {
     unsafe { Mmap::map(&file) }.map_err(|e| os_error(path, e))
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same folder, renamed over it.
-fn write_atomically(path: &Path, bytes: &[u8]) -> PyResult<()> {
+/// Writes `path` with `write` through a temporary file in the same folder, renamed over it
+/// once complete (removed on failure).
+fn write_atomically<T>(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<&File>) -> Result<T, Failure>,
+) -> PyResult<T> {
     let mut partial = path.as_os_str().to_owned();
     partial.push(format!(".partial-{}", std::process::id()));
     let partial = PathBuf::from(partial);
-    let written = File::create(&partial)
-        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
-        .and_then(|()| std::fs::rename(&partial, path));
-    written.map_err(|e| {
+    let file = File::create(&partial).map_err(|e| os_error(path, e))?;
+    let written = write(&mut BufWriter::with_capacity(1 << 20, &file)).and_then(|value| {
+        file.sync_all()?;
+        std::fs::rename(&partial, path)?;
+        Ok(value)
+    });
+    written.map_err(|failure| {
         let _ = std::fs::remove_file(&partial);
-        os_error(path, e)
+        match failure {
+            Failure::Input(message) => enec_error(message),
+            Failure::Write(e) => os_error(path, e),
+        }
     })
 }
 
@@ -125,11 +136,11 @@ fn compress_into(
     options: &EncodeOptions,
     threads: Option<usize>,
 ) -> PyResult<u64> {
-    let container = py
-        .allow_threads(|| convert::compress(name, data, options, self::threads(threads)))
-        .map_err(enec_error)?;
-    write_atomically(dst, &container)?;
-    Ok(container.len() as u64)
+    py.allow_threads(|| {
+        write_atomically(dst, |out| {
+            convert::compress(name, data, options, self::threads(threads), out)
+        })
+    })
 }
 
 /// compress_bytes(data, dst, *, coding="ranked", frame=16384, checksums=True, threads=None)
@@ -167,11 +178,15 @@ fn decompress_file(
 ) -> PyResult<u64> {
     let data = map(&src)?;
     let name = src.display().to_string();
-    let original = py
-        .allow_threads(|| convert::decompress(&name, &data, self::threads(threads)))
-        .map_err(enec_error)?;
-    write_atomically(&dst, &original)?;
-    Ok(original.len() as u64)
+    py.allow_threads(|| {
+        let original =
+            convert::decompress(&name, &data, self::threads(threads)).map_err(enec_error)?;
+        write_atomically(&dst, |out| {
+            out.write_all(&original)?;
+            out.flush()?;
+            Ok(original.len() as u64)
+        })
+    })
 }
 
 /// What holds the bytes of an open checkpoint.

@@ -188,3 +188,15 @@ def test_a_dtype_without_numpy_equivalent_is_named(tmp_path):
         assert f.get_tensor("w").tolist() == [1.0, 1.0]
         with pytest.raises(enec.EnecError, match="tensor \"odd\": dtype 'F4' has no numpy"):
             f.get_tensor("odd")
+
+
+def test_failed_conversions_leave_no_file(checkpoint, tmp_path):
+    original, compressed = checkpoint
+    before = sorted(tmp_path.iterdir())
+    with pytest.raises(enec.EnecError):
+        enec.compress_file(compressed, tmp_path / "again.enec")  # already compressed
+    with pytest.raises(enec.EnecError):
+        enec.decompress_file(original, tmp_path / "restored")  # not compressed
+    assert sorted(tmp_path.iterdir()) == before
+    with pytest.raises(FileNotFoundError):
+        enec.compress_file(original, tmp_path / "no such folder" / "x.enec")
