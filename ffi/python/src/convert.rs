@@ -1,14 +1,15 @@
 //! The CLI's two conversions: a safetensors file into a checkpoint container (`enec compress`)
 //! and an enec file back into the original bytes (`enec decompress`), byte for byte the same.
 
-use std::io::Write;
+use std::io::{Seek, SeekFrom, Write};
+use std::sync::{Mutex, PoisonError};
 
 use enec::container::{
     encode_index_header, header_bytes, pad32, Container, Entry, Footer, PieceKind, ALIGN,
     HEADER_BYTES, MAGIC as CONTAINER_MAGIC,
 };
 use enec::format::MAGIC as STREAM_MAGIC;
-use enec::EncodeOptions;
+use enec::{parallel, EncodeOptions};
 
 use crate::decode;
 use crate::safetensors::{self, Piece};
@@ -171,26 +172,66 @@ impl<W: Write> Writer<W> {
     }
 }
 
-/// The original bytes of the enec file `data` (a container or a bare stream), every checksum
-/// verified. `name` is the file, for messages.
-pub fn decompress(name: &str, data: &[u8], threads: usize) -> Result<Vec<u8>, String> {
-    if data.starts_with(&CONTAINER_MAGIC) {
-        let container = Container::parse(data).map_err(|e| format!("{name}: {e}"))?;
-        let len = usize::try_from(container.original_len())
-            .map_err(|_| format!("{name}: the original file does not fit in memory"))?;
-        let mut out = vec![0u8; len];
-        decode::container(name, &container, &mut out, threads)?;
-        Ok(out)
-    } else if data.starts_with(&STREAM_MAGIC) {
-        let info = enec::read_header(data).map_err(|e| format!("{name}: {e}"))?;
-        let len = usize::try_from(info.decoded_bytes())
-            .map_err(|_| format!("{name}: the array does not fit in memory"))?;
-        let mut out = vec![0u8; len];
-        decode::stream(data, &mut out, threads).map_err(|e| format!("{name}: {e}"))?;
-        Ok(out)
-    } else {
-        Err(not_enec(name, data))
+/// Decoded bytes per run a thread restores and writes at its place.
+const CHUNK_BYTES: usize = 4 << 20;
+
+/// A failure while restoring: decoding (`D`, the library's error) or writing.
+enum Restore<D> {
+    Decode(D),
+    Write(std::io::Error),
+}
+
+impl<D> From<D> for Restore<D> {
+    fn from(e: D) -> Restore<D> {
+        Restore::Decode(e)
     }
+}
+
+/// Restores the original of the enec file `data` (a container or a bare stream) into `out`,
+/// every checksum verified: threads decode runs of [`CHUNK_BYTES`] and write each at its
+/// place, so memory stays a few runs whatever the size. Returns the original's length.
+/// `name` is the file, for messages.
+pub fn decompress<F: Write + Seek + Send>(
+    name: &str,
+    data: &[u8],
+    threads: usize,
+    out: F,
+) -> Result<u64, Failure> {
+    let out = Mutex::new(out);
+    fn write_at<F: Write + Seek, D>(
+        out: &Mutex<F>,
+        at: u64,
+        bytes: &[u8],
+    ) -> Result<(), Restore<D>> {
+        let mut out = out.lock().unwrap_or_else(PoisonError::into_inner);
+        out.seek(SeekFrom::Start(at))
+            .and_then(|_| out.write_all(bytes))
+            .map_err(Restore::Write)
+    }
+    let restored = if data.starts_with(&CONTAINER_MAGIC) {
+        let container = Container::parse(data).map_err(|e| format!("{name}: {e}"))?;
+        let write = |at, bytes: &[u8]| write_at(&out, at, bytes);
+        parallel::decode_container_with(&container, threads, CHUNK_BYTES, write)
+            .map(|()| container.original_len())
+            .map_err(|failure| match failure {
+                Restore::Decode(e) => Failure::Input(decode::message(name, &container, e)),
+                Restore::Write(e) => Failure::Write(e),
+            })?
+    } else if data.starts_with(&STREAM_MAGIC) {
+        let write = |at, bytes: &[u8]| write_at(&out, at, bytes);
+        parallel::decode_with(data, threads, CHUNK_BYTES, write).map_err(
+            |failure| match failure {
+                Restore::Decode(e) => Failure::Input(format!("{name}: {e}")),
+                Restore::Write(e) => Failure::Write(e),
+            },
+        )?
+    } else {
+        return Err(not_enec(name, data).into());
+    };
+    out.into_inner()
+        .unwrap_or_else(PoisonError::into_inner)
+        .flush()?;
+    Ok(restored)
 }
 
 /// Why `data`, which starts with neither magic, is not an enec file.

@@ -14,11 +14,6 @@ pub fn encode(
     parallel::encode_into(options, input, out, threads)
 }
 
-/// Decodes the bare enec stream `stream` into `out`; returns the bytes written.
-pub fn stream(stream: &[u8], out: &mut [u8], threads: usize) -> enec::Result<usize> {
-    parallel::decode_into(stream, out, threads)
-}
-
 /// Restores entry `number` of `container` into `out` (exactly its `original_len` bytes).
 /// `name` is the file, for messages.
 pub fn entry(

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
 use enec::container::{Container, Entry, MAGIC as CONTAINER_MAGIC};
@@ -179,12 +179,8 @@ fn decompress_file(
     let data = map(&src)?;
     let name = src.display().to_string();
     py.allow_threads(|| {
-        let original =
-            convert::decompress(&name, &data, self::threads(threads)).map_err(enec_error)?;
         write_atomically(&dst, |out| {
-            out.write_all(&original)?;
-            out.flush()?;
-            Ok(original.len() as u64)
+            convert::decompress(&name, &data, self::threads(threads), out)
         })
     })
 }
