@@ -28,6 +28,7 @@
 //! # Ok::<(), enec::Error>(())
 //! ```
 
+use core::ops::Range;
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -66,7 +67,7 @@ pub fn decode_into(stream: &[u8], out: &mut [u8], threads: usize) -> Result<usiz
     let out = out.get_mut(..total).ok_or(Error::OutputTooSmall {
         needed: total as u64,
     })?;
-    let jobs = stream_jobs(FrameWalk::new(stream, info, 0, 0, RUN_BYTES));
+    let jobs = stream_jobs(FrameWalk::new(stream, info, (0, 0), 0, RUN_BYTES));
     run(
         Carve::new(jobs, out),
         threads,
@@ -76,9 +77,21 @@ pub fn decode_into(stream: &[u8], out: &mut [u8], threads: usize) -> Result<usiz
     Ok(total)
 }
 
+/// A run of restored bytes, as the `*_with` functions hand it to their writer.
+#[derive(Clone, Debug)]
+pub struct Restored<'b> {
+    /// Offset of `bytes` in the decoded data (the original file, for a container).
+    pub at: u64,
+    /// The bytes.
+    pub bytes: &'b [u8],
+    /// Where they came from in the input (the stream or the container file): read for the last
+    /// time, so a reader of a memory-mapped input may let the system drop these pages.
+    pub source: Range<usize>,
+}
+
 /// Decodes the bare enec stream `stream` on `threads` threads, each into a buffer of its own
-/// (about `chunk` bytes, reused), and hands every decoded run of frames to `write` with its
-/// offset in the decoded data, from several threads at once and in no particular order. For
+/// (about `chunk` bytes, reused), and hands every decoded run of frames to `write`
+/// ([`Restored`]: its offset in the decoded data and where it came from), from several threads at once and in no particular order. For
 /// writers with positioned writes (`pwrite`): memory stays at `threads` buffers whatever the
 /// stream's size. Returns the decoded length; a failure of `write` stops the decoding and is
 /// returned. Decoding errors are those of [`crate::decode`], ordered as there with the writes'.
@@ -90,10 +103,10 @@ pub fn decode_with<E, W>(
 ) -> core::result::Result<u64, E>
 where
     E: From<Error> + Send,
-    W: Fn(u64, &[u8]) -> core::result::Result<(), E> + Sync,
+    W: Fn(Restored<'_>) -> core::result::Result<(), E> + Sync,
 {
     let info = StreamInfo::parse(stream)?;
-    let jobs = stream_jobs(FrameWalk::new(stream, info, 0, 0, chunk));
+    let jobs = stream_jobs(FrameWalk::new(stream, info, (0, 0), 0, chunk));
     run(jobs, threads, Vec::new, |buffer, job| {
         job.run_with(buffer, &write)
     })?;
@@ -164,7 +177,7 @@ pub fn decode_container_with<E, W>(
 ) -> core::result::Result<(), E>
 where
     E: From<ContainerError> + Send,
-    W: Fn(u64, &[u8]) -> core::result::Result<(), E> + Sync,
+    W: Fn(Restored<'_>) -> core::result::Result<(), E> + Sync,
 {
     let jobs = ContainerJobs::new(container, chunk);
     run(jobs, threads, Vec::new, |buffer, job| {
@@ -300,10 +313,11 @@ impl Fault for ContainerError {
     }
 }
 
-/// One unit of work: bytes `start..start + len` of the output.
+/// One unit of work: bytes `start..start + len` of the output, from bytes `source` of the input.
 struct Job<'a, E> {
     start: u64,
     len: usize,
+    source: Range<usize>,
     work: Work<'a, E>,
 }
 
@@ -354,7 +368,7 @@ impl<E: Fault> Job<'_, E> {
     fn run_with<F, W>(self, buffer: &mut Vec<u8>, write: &W) -> core::result::Result<(), F>
     where
         F: From<E>,
-        W: Fn(u64, &[u8]) -> core::result::Result<(), F>,
+        W: Fn(Restored<'_>) -> core::result::Result<(), F>,
     {
         match self.work {
             Work::Frames(frames) => {
@@ -364,7 +378,11 @@ impl<E: Fault> Job<'_, E> {
                 let out = &mut buffer[..self.len];
                 // Through the cache: `write` reads the run back at once.
                 frames.decode::<E>(out, Stores::Cached)?;
-                write(self.start, out)
+                write(Restored {
+                    at: self.start,
+                    bytes: out,
+                    source: self.source,
+                })
             }
             Work::Raw {
                 payload,
@@ -375,7 +393,11 @@ impl<E: Fault> Job<'_, E> {
                 if h32(payload) != checksum {
                     return Err(mismatch.into());
                 }
-                write(self.start, payload)
+                write(Restored {
+                    at: self.start,
+                    bytes: payload,
+                    source: self.source,
+                })
             }
             Work::Fail(error) => Err(error.into()),
         }
@@ -457,6 +479,8 @@ struct FrameWalk<'a> {
     index: u32,
     /// Offset in the whole output of frame `index`'s output.
     start: u64,
+    /// Offset of `stream` in the whole input.
+    base: usize,
     frames_per_run: u32,
     stores: Stores,
     pending: Option<Error>,
@@ -464,11 +488,12 @@ struct FrameWalk<'a> {
 }
 
 impl<'a> FrameWalk<'a> {
-    /// The stream `stream`, whose header is `info`, decoded to offset `start` of the output.
+    /// The stream `stream` (at offset `base` of the input), whose header is `info`, decoded to
+    /// offset `start` of the output.
     fn new(
         stream: &'a [u8],
         info: StreamInfo,
-        entry: u64,
+        (entry, base): (u64, usize),
         start: u64,
         run_bytes: usize,
     ) -> FrameWalk<'a> {
@@ -489,6 +514,7 @@ impl<'a> FrameWalk<'a> {
             at: STREAM_HEADER_BYTES,
             index: 0,
             start,
+            base,
             frames_per_run,
             stores,
             pending: None,
@@ -514,7 +540,7 @@ impl<'a> FrameWalk<'a> {
 }
 
 impl<'a> Iterator for FrameWalk<'a> {
-    type Item = core::result::Result<(u64, usize, FrameRun<'a>), Error>;
+    type Item = core::result::Result<(u64, usize, Range<usize>, FrameRun<'a>), Error>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if let Some(error) = self.pending.take() {
@@ -562,7 +588,8 @@ impl<'a> Iterator for FrameWalk<'a> {
             count: self.index - first,
             stores: self.stores,
         };
-        Some(Ok((start, len, run)))
+        let source = self.base + at..self.base + self.at;
+        Some(Ok((start, len, source, run)))
     }
 }
 
@@ -585,14 +612,16 @@ impl<'a, E: Fault> Iterator for StreamJobs<'a, E> {
     fn next(&mut self) -> Option<Job<'a, E>> {
         let (entry, end) = (self.walk.entry, self.walk.start);
         Some(match self.walk.next()? {
-            Ok((start, len, frames)) => Job {
+            Ok((start, len, source, frames)) => Job {
                 start,
                 len,
+                source,
                 work: Work::Frames(frames),
             },
             Err(error) => Job {
                 start: end,
                 len: 0,
+                source: 0..0,
                 work: Work::Fail(E::in_stream(entry, error)),
             },
         })
@@ -618,6 +647,7 @@ impl<'a> EntryJobs<'a> {
             EntryJobs::One(Some(Job {
                 start,
                 len: 0,
+                source: 0..0,
                 work: Work::Fail(error),
             }))
         };
@@ -641,6 +671,7 @@ impl<'a> EntryJobs<'a> {
             PieceKind::Raw => EntryJobs::One(Some(Job {
                 start,
                 len: payload.len(),
+                source: entry.offset as usize..(entry.offset + entry.len) as usize,
                 work: Work::Raw {
                     entry: number,
                     payload,
@@ -650,7 +681,11 @@ impl<'a> EntryJobs<'a> {
             })),
             PieceKind::Enec => match check_stream(number, entry, payload) {
                 Ok(info) => EntryJobs::Frames(stream_jobs(FrameWalk::new(
-                    payload, info, number, start, run_bytes,
+                    payload,
+                    info,
+                    (number, entry.offset as usize),
+                    start,
+                    run_bytes,
                 ))),
                 Err(error) => fail(error),
             },

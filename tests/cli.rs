@@ -413,6 +413,25 @@ fn flipped_bit_names_the_tensor_and_frame() {
     assert!(err.contains("tensor \"model.norm.weight\""), "{err}");
     assert!(err.contains("checksum mismatch in frame 1"), "{err}");
     assert!(!out.exists());
+    // Damage in a later frame too: every thread count reports the first in file order.
+    let mut twice = bytes.clone();
+    let last = {
+        let c = Container::parse(&bytes).unwrap();
+        let (_, e) = c
+            .entries()
+            .filter(|(_, e)| e.kind == PieceKind::Enec)
+            .last()
+            .unwrap();
+        (e.offset + e.len / 2) as usize
+    };
+    assert!(last > at);
+    twice[last] ^= 0x10;
+    let twice = dir.write("bad.enec", &twice);
+    for threads in ["1", "2", "3"] {
+        let again = fails(&["decompress", "-j", threads, p(&twice), p(&out)]);
+        assert_eq!(again, err, "{threads} threads");
+        assert!(!out.exists());
+    }
     // A flipped bit in the index or in a verbatim piece is caught too.
     let original = std::fs::read(&packed).unwrap();
     let c = Container::parse(&original).unwrap();

@@ -268,9 +268,12 @@ impl Gathered {
         Gathered(std::sync::Mutex::new(vec![0xA5; len]))
     }
 
-    fn put(&self, at: u64, bytes: &[u8]) {
+    fn put(&self, run: parallel::Restored<'_>, input: &[u8]) {
+        // Every run names input bytes it came from, inside the input.
+        assert!((!run.source.is_empty() || run.bytes.is_empty()) && run.source.end <= input.len());
+        let at = run.at as usize;
         let mut out = self.0.lock().unwrap();
-        out[at as usize..at as usize + bytes.len()].copy_from_slice(bytes);
+        out[at..at + run.bytes.len()].copy_from_slice(run.bytes);
     }
 }
 
@@ -280,8 +283,8 @@ fn writers_get_the_serial_bytes_and_stop_the_decoding_when_they_fail() {
     let c = Container::parse(&file).unwrap();
     for (threads, chunk) in [(1, 1 << 20), (2, 4096), (3, 100_000)] {
         let sink = Gathered::new(original.len());
-        parallel::decode_container_with(&c, threads, chunk, |at, bytes| {
-            sink.put(at, bytes);
+        parallel::decode_container_with(&c, threads, chunk, |run| {
+            sink.put(run, &file);
             Ok::<(), ContainerError>(())
         })
         .unwrap();
@@ -290,8 +293,8 @@ fn writers_get_the_serial_bytes_and_stop_the_decoding_when_they_fail() {
     let weights = slice(Dtype::Fp32);
     let stream = encode_to_vec(&EncodeOptions::new(Dtype::Fp32), &weights).unwrap();
     let sink = Gathered::new(weights.len());
-    let len = parallel::decode_with(&stream, 2, 1 << 18, |at, bytes| {
-        sink.put(at, bytes);
+    let len = parallel::decode_with(&stream, 2, 1 << 18, |run| {
+        sink.put(run, &stream);
         Ok::<(), Error>(())
     })
     .unwrap();
@@ -310,9 +313,9 @@ fn writers_get_the_serial_bytes_and_stop_the_decoding_when_they_fail() {
         }
     }
     let refuse_past = |limit: u64| {
-        move |at: u64, _: &[u8]| {
-            if at >= limit {
-                Err(Failure::Disk(at))
+        move |run: parallel::Restored<'_>| {
+            if run.at >= limit {
+                Err(Failure::Disk(run.at))
             } else {
                 Ok(())
             }

@@ -6,11 +6,8 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::Instant;
 
-use enec::frame::{
-    decode_frame_with, encode_frame_before, frames_and_rest, max_frame_bytes, Stores,
-    STREAMING_STORES_FROM,
-};
-use enec::{decode, encode, frames, max_encoded_size, read_header, EncodeOptions};
+use enec::wrapped::FrameEncoder;
+use enec::{decode, encode, max_encoded_size, EncodeOptions};
 use rayon::prelude::*;
 
 use crate::error::{Context, Result};
@@ -35,15 +32,6 @@ pub struct Report {
     pub repeats: usize,
 }
 
-/// Frames per thread of the current rayon pool when `bytes` of frames of `frame_bytes` are cut
-/// into one contiguous range per thread.
-fn frames_per_thread(bytes: usize, frame_bytes: usize) -> usize {
-    let frames = bytes.div_ceil(frame_bytes);
-    frames
-        .div_ceil(rayon::current_num_threads().clamp(1, frames.max(1)))
-        .max(1)
-}
-
 /// Encodes on the current rayon pool, one contiguous range of frames per thread, each range
 /// into its own piece: the stream is the header followed by the pieces in order, as the CLI
 /// writes them to its file (pieces are not copied into one buffer: that copy is the file
@@ -53,61 +41,30 @@ fn encode_parallel(
     input: &[u8],
     pieces: &mut Vec<Vec<u8>>,
 ) -> enec::Result<Vec<usize>> {
-    let frame_len = 1usize << options.frame_log2;
-    let frame_bytes = frame_len * options.dtype.element_bytes();
-    let per_range = frames_per_thread(input.len(), frame_bytes);
-    let ranges: Vec<&[u8]> = input.chunks(per_range * frame_bytes).collect();
-    let cap = per_range * max_frame_bytes(options.dtype, frame_len);
+    let encoder = FrameEncoder::new(options, input)?;
+    let frames = encoder.frame_count();
+    let threads = rayon::current_num_threads().clamp(1, frames.max(1) as usize) as u32;
+    let per_range = frames.div_ceil(threads).max(1);
+    let ranges: Vec<_> = (0..frames)
+        .step_by(per_range as usize)
+        .map(|first| first..(first + per_range).min(frames))
+        .collect();
     pieces.resize_with(ranges.len(), Vec::new);
     for piece in pieces.iter_mut() {
-        piece.resize(cap, 0);
+        piece.resize(per_range as usize * encoder.max_frame_bytes(), 0);
     }
     ranges
         .par_iter()
         .zip(pieces.par_iter_mut())
         .map(|(range, piece)| {
-            let (dtype, coding, checksums) = (options.dtype, options.coding, options.checksums);
             let mut at = 0;
-            // As `encode` does: fetch the thread's next frame while writing this one.
-            for (frame, next) in frames_and_rest(range, frame_bytes) {
-                at += encode_frame_before(dtype, coding, checksums, frame, next, &mut piece[at..])?;
+            // Each frame fetches the next one's input while it is written, as `encode` does.
+            for index in range.clone() {
+                at += encoder.encode_frame(index, &mut piece[at..])?;
             }
             Ok(at)
         })
         .collect()
-}
-
-/// Decodes on the current rayon pool, one contiguous range of frames per thread, each frame
-/// straight into its part of `out` (with the stores `decode` would choose for an output this
-/// large).
-fn decode_parallel(stream: &[u8], located: &[enec::FrameInfo], out: &mut [u8]) -> enec::Result<()> {
-    let info = read_header(stream)?;
-    let frame_out = info.frame_len() * info.dtype.element_bytes();
-    let stores = if out.len() >= STREAMING_STORES_FROM {
-        Stores::Streaming
-    } else {
-        Stores::Cached
-    };
-    let per_range = frames_per_thread(out.len(), frame_out);
-    out.par_chunks_mut(per_range * frame_out)
-        .zip(located.par_chunks(per_range))
-        .try_for_each(|(range_out, range_frames)| {
-            for (f, dst) in range_frames.iter().zip(range_out.chunks_mut(frame_out)) {
-                // The rest of the stream too: the decoder prefetches the next frame, as
-                // `decode` does.
-                let bytes = &stream[f.offset..];
-                decode_frame_with(
-                    info.dtype,
-                    info.checksums,
-                    f.index,
-                    f.elements,
-                    bytes,
-                    dst,
-                    stores,
-                )?;
-            }
-            Ok(())
-        })
 }
 
 /// Runs the benchmark.
@@ -139,9 +96,6 @@ pub fn bench(
         .map_err(|e| e.to_string())?;
     let len = encode(&options, &input, &mut stream).context(|| "encoding")?;
     let stream = &stream[..len];
-    let located: Vec<enec::FrameInfo> = frames(stream)
-        .and_then(|f| f.collect())
-        .context(|| "locating frames")?;
     let mut encoded = vec![0u8; max_encoded_size(&options, input.len()).context(|| "sizing")?];
     let mut encoded_len = 0;
     let mut pieces = Vec::new();
@@ -176,11 +130,10 @@ pub fn bench(
                     Ok(())
                 })
             })?,
-            pool.install(|| {
-                timed(&mut || {
-                    decode_parallel(black_box(stream), &located, copy)
-                        .context(|| "parallel decoding")
-                })
+            timed(&mut || {
+                enec::parallel::decode_into(black_box(stream), copy, threads)
+                    .map(drop)
+                    .context(|| "parallel decoding")
             })?,
         ];
         // Round 0 warms up.
@@ -208,8 +161,7 @@ pub fn bench(
         return Err("decoded bytes differ from the input".into());
     }
     copy.fill(0);
-    pool.install(|| decode_parallel(stream, &located, copy))
-        .context(|| "parallel decoding")?;
+    enec::parallel::decode_into(stream, copy, threads).context(|| "parallel decoding")?;
     if copy != input {
         return Err("parallel decoding gave different bytes".into());
     }

@@ -8,6 +8,7 @@ use enec::container::{
     check_stream, Container, ContainerError, Entry, PieceKind, MAGIC as CONTAINER_MAGIC,
 };
 use enec::format::MAGIC as STREAM_MAGIC;
+use enec::parallel::Restored;
 use enec::StreamInfo;
 
 use crate::error::{bail, CliError, Result};
@@ -197,18 +198,21 @@ pub fn restore_into(
 
 /// Restores the original of `data` into `file` at the offsets it has in the original, on
 /// `threads` threads each decoding into a reused buffer of [`CHUNK_BYTES`] and writing it with
-/// a positioned write; returns the bytes written.
+/// a positioned write; returns the bytes written. The input pages each run was read from are
+/// let go once it is written, so memory stays bounded whatever the file size.
 fn restore_to_file(
     name: &str,
-    data: &[u8],
+    data: &input::Input,
     kind: &Kind<'_>,
     file: &output::AtomicFile,
     threads: usize,
     progress: &Progress,
 ) -> Result<u64> {
-    let write = |at: u64, bytes: &[u8]| -> std::result::Result<(), Failure> {
-        file.write_at(bytes, at).map_err(Failure::Write)?;
-        progress.inc(bytes.len() as u64);
+    let release = input::Release::new(data);
+    let write = |run: Restored<'_>| -> std::result::Result<(), Failure> {
+        file.write_at(run.bytes, run.at).map_err(Failure::Write)?;
+        release.finished(run.source);
+        progress.inc(run.bytes.len() as u64);
         Ok(())
     };
     let written = match kind {
