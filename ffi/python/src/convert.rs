@@ -9,7 +9,8 @@ use enec::container::{
     HEADER_BYTES, MAGIC as CONTAINER_MAGIC,
 };
 use enec::format::MAGIC as STREAM_MAGIC;
-use enec::{parallel, EncodeOptions};
+use enec::parallel::{self, Restored};
+use enec::EncodeOptions;
 
 use crate::decode;
 use crate::safetensors::{self, Piece};
@@ -210,7 +211,7 @@ pub fn decompress<F: Write + Seek + Send>(
     }
     let restored = if data.starts_with(&CONTAINER_MAGIC) {
         let container = Container::parse(data).map_err(|e| format!("{name}: {e}"))?;
-        let write = |at, bytes: &[u8]| write_at(&out, at, bytes);
+        let write = |run: Restored<'_>| write_at(&out, run.at, run.bytes);
         parallel::decode_container_with(&container, threads, CHUNK_BYTES, write)
             .map(|()| container.original_len())
             .map_err(|failure| match failure {
@@ -218,7 +219,7 @@ pub fn decompress<F: Write + Seek + Send>(
                 Restore::Write(e) => Failure::Write(e),
             })?
     } else if data.starts_with(&STREAM_MAGIC) {
-        let write = |at, bytes: &[u8]| write_at(&out, at, bytes);
+        let write = |run: Restored<'_>| write_at(&out, run.at, run.bytes);
         parallel::decode_with(data, threads, CHUNK_BYTES, write).map_err(
             |failure| match failure {
                 Restore::Decode(e) => Failure::Input(format!("{name}: {e}")),
