@@ -68,12 +68,7 @@ pub fn decode_into(stream: &[u8], out: &mut [u8], threads: usize) -> Result<usiz
         needed: total as u64,
     })?;
     let jobs = stream_jobs(FrameWalk::new(stream, info, (0, 0), 0, RUN_BYTES));
-    run(
-        Carve::new(jobs, out),
-        threads,
-        || (),
-        |(), (job, out)| job.run_into(out),
-    )?;
+    decode_in_place(jobs, out, threads)?;
     Ok(total)
 }
 
@@ -132,12 +127,7 @@ pub fn decode_entry_into(
         needed: entry.original_len,
     })?;
     let jobs = EntryJobs::new(container, number, entry, 0, RUN_BYTES);
-    run(
-        Carve::new(jobs, out),
-        threads,
-        || (),
-        |(), (job, out)| job.run_into(out),
-    )?;
+    decode_in_place(jobs, out, threads)?;
     Ok(len)
 }
 
@@ -156,12 +146,7 @@ pub fn decode_container_into(
         .and_then(|len| out.get_mut(..len))
         .ok_or(ContainerError::OutputTooSmall { needed })?;
     let jobs = ContainerJobs::new(container, RUN_BYTES);
-    run(
-        Carve::new(jobs, out),
-        threads,
-        || (),
-        |(), (job, out)| job.run_into(out),
-    )
+    decode_in_place(jobs, out, threads)
 }
 
 /// [`decode_container_into`] through `write`, as [`decode_with`] does for a bare stream: every
@@ -241,6 +226,16 @@ pub fn encode_into(
         at += len;
     }
     Ok(STREAM_HEADER_BYTES + at)
+}
+
+/// Runs `jobs` on `threads` threads, each into its part of `out` (the jobs cover it in order).
+fn decode_in_place<'j, E: Fault>(
+    jobs: impl Iterator<Item = Job<'j, E>> + Send,
+    out: &mut [u8],
+    threads: usize,
+) -> core::result::Result<(), E> {
+    let carved = Carve::new(jobs, out);
+    run(carved, threads, || (), |(), (job, out)| job.run_into(out))
 }
 
 /// Runs `work` on every job of `jobs` on `threads` threads (the calling one included, each

@@ -4,10 +4,8 @@ use crate::error::{Error, Result};
 use crate::format::{
     max_encoded_len, Dtype, FrameCoding, StreamInfo, DEFAULT_FRAME_LOG2, STREAM_HEADER_BYTES,
 };
-use crate::frame::{
-    check_frame_header, decode_frame_with, encode_frame_before, frames_and_rest, Coding, Stores,
-    STREAMING_STORES_FROM,
-};
+use crate::frame::{check_frame_header, decode_frame_with, Coding, Stores, STREAMING_STORES_FROM};
+use crate::wrapped::FrameEncoder;
 
 /// What the writer chooses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -74,31 +72,21 @@ pub fn max_encoded_size(options: &EncodeOptions, input_bytes: usize) -> Result<u
 /// Encodes `input` (little-endian elements of `options.dtype`) into `out` and returns the stream
 /// length. An `out` of [`max_encoded_size`] bytes always suffices.
 pub fn encode(options: &EncodeOptions, input: &[u8], out: &mut [u8]) -> Result<usize> {
-    let eb = options.dtype.element_bytes();
     let bound = max_encoded_size(options, input.len())?;
-    let info = StreamInfo::new(
-        options.dtype,
-        options.frame_log2,
-        options.checksums,
-        (input.len() / eb) as u64,
-    )?;
+    let encoder = FrameEncoder::new(options, input)?;
     let too_small = Error::OutputTooSmall {
         needed: bound as u64,
     };
     out.get_mut(..STREAM_HEADER_BYTES)
         .ok_or(too_small)?
-        .copy_from_slice(&info.to_bytes());
+        .copy_from_slice(&encoder.header());
     let mut at = STREAM_HEADER_BYTES;
-    let frame_bytes = info.frame_len() * eb;
-    for (frame, next) in frames_and_rest(input, frame_bytes) {
+    for index in 0..encoder.frame_count() {
         let dst = out.get_mut(at..).ok_or(too_small)?;
-        let (dtype, coding, checksums) = (options.dtype, options.coding, options.checksums);
-        at += encode_frame_before(dtype, coding, checksums, frame, next, dst).map_err(
-            |e| match e {
-                Error::OutputTooSmall { .. } => too_small,
-                other => other,
-            },
-        )?;
+        at += encoder.encode_frame(index, dst).map_err(|e| match e {
+            Error::OutputTooSmall { .. } => too_small,
+            other => other,
+        })?;
     }
     Ok(at)
 }

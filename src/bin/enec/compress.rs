@@ -103,15 +103,21 @@ pub fn compress_file(input: &Path, output: &Path, settings: &Settings) -> Result
     };
     let mut out = output::AtomicFile::create(output, settings.force)?;
     let progress = Progress::new(data.len() as u64, "compress", settings.progress);
+    // Input bytes are done once their output is written, in order.
+    let release = input::Release::new(&data);
+    let done = |bytes: &[u8]| {
+        progress.inc(bytes.len() as u64);
+        release.finished_slice(bytes);
+    };
     let pool = thread_pool(settings.threads)?;
     let mut report = pool.install(|| match &plan {
-        Some(pieces) => compress_pieces(&data, pieces, &settings.options, &mut out, &progress),
+        Some(pieces) => compress_pieces(&data, pieces, &settings.options, &mut out, &done),
         None => {
             let options = EncodeOptions {
                 dtype: settings.dtype.unwrap_or(Dtype::Bf16),
                 ..settings.options
             };
-            compress_raw(&data, &options, &mut out, &progress)
+            compress_raw(&data, &options, &mut out, &done)
         }
     })?;
     drop(progress);
@@ -184,13 +190,14 @@ fn meta(piece: &Piece, kind: PieceKind, checksum: u32) -> PieceMeta<'_> {
     }
 }
 
-/// Compresses the pieces of a safetensors file into a container written to `out`.
+/// Compresses the pieces of a safetensors file into a container written to `out`, calling
+/// `done` with each part of `data` once its output is written (in order).
 pub fn compress_pieces<S: Sink + Send>(
     data: &[u8],
     pieces: &[Piece],
     options: &EncodeOptions,
     out: &mut S,
-    progress: &Progress,
+    done: &(dyn Fn(&[u8]) + Sync),
 ) -> Result<Report> {
     let bytes_of = |p: &Piece| &data[p.start as usize..p.end as usize];
     let units = pieces.iter().enumerate().flat_map(|(i, piece)| {
@@ -218,7 +225,7 @@ pub fn compress_pieces<S: Sink + Send>(
         Unit::Raw(i, bytes) => {
             writer.begin()?;
             writer.payload(bytes)?;
-            progress.inc(bytes.len() as u64);
+            done(bytes);
             writer.end(meta(&pieces[i], PieceKind::Raw, result as u32))
         }
         Unit::Start(header) => {
@@ -226,7 +233,7 @@ pub fn compress_pieces<S: Sink + Send>(
             writer.payload(&header)
         }
         Unit::Frame(encoder, index) => {
-            progress.inc(encoder.frame_input(index).len() as u64);
+            done(encoder.frame_input(index));
             writer.payload(&buffer[..result])
         }
         Unit::End(i) => writer.end(meta(&pieces[i], PieceKind::Enec, 0)),
@@ -242,12 +249,13 @@ pub fn compress_pieces<S: Sink + Send>(
     })
 }
 
-/// Compresses a raw array into one enec stream written to `out`.
+/// Compresses a raw array into one enec stream written to `out`, calling `done` as
+/// [`compress_pieces`] does.
 pub fn compress_raw<S: Sink + Send>(
     data: &[u8],
     options: &EncodeOptions,
     out: &mut S,
-    progress: &Progress,
+    done: &(dyn Fn(&[u8]) + Sync),
 ) -> Result<Report> {
     let encoder = encoder(options.dtype, data, options)?;
     out.put(&encoder.header())?;
@@ -258,7 +266,7 @@ pub fn compress_raw<S: Sink + Send>(
     };
     let emit = |u: Unit<'_>, result: usize, buffer: &[u8]| {
         if let Unit::Frame(encoder, index) = u {
-            progress.inc(encoder.frame_input(index).len() as u64);
+            done(encoder.frame_input(index));
             compressed += result as u64;
             out.put(&buffer[..result])?;
         }

@@ -17,7 +17,6 @@ use half::{bf16, f16};
 use crate::compress::{self, compress_pieces, Settings};
 use crate::decompress::{self, Kind};
 use crate::error::{say, Context, Result};
-use crate::progress::Progress;
 use crate::safetensors::{self, NewTensor};
 
 /// 934,656 fp32 weights of all-MiniLM-L6-v2 (Apache-2.0); see tests/data/README.md.
@@ -94,10 +93,9 @@ fn cycle(file: &[u8], coding: Coding, threads: usize) -> Result<(usize, f64, f64
     let pieces = safetensors::plan(file.len() as u64, tensors);
     let options = EncodeOptions::new(Dtype::Bf16).coding(coding);
     let pool = compress::thread_pool(threads)?;
-    let hidden = Progress::hidden();
     let (encode_s, packed) = timed(|| {
         let mut packed = Vec::with_capacity(file.len());
-        pool.install(|| compress_pieces(file, &pieces, &options, &mut packed, &hidden))?;
+        pool.install(|| compress_pieces(file, &pieces, &options, &mut packed, &|_| {}))?;
         Ok(packed)
     })?;
     let kind = decompress::open("demo", &packed)?;

@@ -69,6 +69,14 @@ impl<'a> Release<'a> {
         }
     }
 
+    /// `bytes`, a part of the input, has been read for the last time.
+    pub fn finished_slice(&self, bytes: &[u8]) {
+        let start = (bytes.as_ptr() as usize).wrapping_sub(self.input.as_ptr() as usize);
+        if start <= self.input.len() {
+            self.finished(start..start + bytes.len());
+        }
+    }
+
     /// Bytes `range` of the input have been read for the last time.
     pub fn finished(&self, range: Range<usize>) {
         let Input::Mapped(map) = self.input else {

@@ -27,11 +27,6 @@ impl Progress {
         Progress(Some(bar))
     }
 
-    /// A hidden bar.
-    pub fn hidden() -> Progress {
-        Progress(None)
-    }
-
     /// Advances by `bytes`.
     pub fn inc(&self, bytes: u64) {
         if let Some(bar) = &self.0 {
