@@ -1,0 +1,38 @@
+"""Lossless compression of AI model weights: ``.enec`` checkpoints, loaded like safetensors files.
+
+An ``.enec`` checkpoint holds a safetensors file with its BF16, F16 and F32 tensors compressed
+(every other byte verbatim), so it restores that file byte for byte.
+
+- :func:`compress_file` / :func:`decompress_file`: the ``enec compress`` / ``enec decompress``
+  conversions.
+- :mod:`enec.numpy` / :mod:`enec.torch`: ``load_file``, ``load``, ``save_file``, as in
+  ``safetensors.numpy`` / ``safetensors.torch``.
+- :class:`safe_open`: one tensor at a time, decoding only the tensors asked for.
+
+Tensors are decoded straight into the memory of the arrays returned, frames in parallel, the GIL
+released. Damaged or truncated files raise :class:`EnecError` naming the tensor and frame.
+"""
+
+import importlib
+from typing import Any
+
+from . import numpy
+from ._enec import EnecError, compress_file, decompress_file
+from ._open import TensorSlice, safe_open
+
+__all__ = [
+    "EnecError",
+    "TensorSlice",
+    "compress_file",
+    "decompress_file",
+    "safe_open",
+    "numpy",
+    "torch",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # enec.torch is imported on first use: torch is optional, and slow to import.
+    if name == "torch":
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

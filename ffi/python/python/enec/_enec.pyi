@@ -1,0 +1,62 @@
+"""The compiled half of the ``enec`` package (see :mod:`enec` for the public API)."""
+
+import os
+from typing import List, Optional, Tuple, Union
+
+_Path = Union[str, "os.PathLike[str]"]
+
+class EnecError(ValueError):
+    """A file is not a valid enec or safetensors file, or is damaged (the message names the
+    tensor and frame)."""
+
+def compress_file(
+    src: _Path,
+    dst: _Path,
+    *,
+    coding: str = "ranked",
+    frame: int = 16384,
+    checksums: bool = True,
+    threads: Optional[int] = None,
+) -> int:
+    """Compresses the safetensors file ``src`` into the enec checkpoint ``dst`` (replaced
+    atomically), the same bytes as ``enec compress``; returns the size of ``dst``.
+
+    ``coding``: ``"ranked"`` (default), ``"groups"`` or ``"auto"``; ``frame``: elements per
+    frame, a power of two from 1024 to 65536; ``threads``: ``None`` for all cores."""
+
+def compress_bytes(
+    data: bytes,
+    dst: _Path,
+    *,
+    coding: str = "ranked",
+    frame: int = 16384,
+    checksums: bool = True,
+    threads: Optional[int] = None,
+) -> int:
+    """Compresses the safetensors file held in ``data`` into the enec checkpoint ``dst``."""
+
+def decompress_file(src: _Path, dst: _Path, *, threads: Optional[int] = None) -> int:
+    """Restores the original file of the enec file ``src`` into ``dst`` (replaced atomically),
+    verifying every checksum, the same bytes as ``enec decompress``; returns the size of ``dst``."""
+
+class Checkpoint:
+    """An open enec checkpoint: its index parsed, nothing decoded."""
+
+    @staticmethod
+    def open(path: _Path) -> "Checkpoint": ...
+    @staticmethod
+    def from_bytes(data: bytes) -> "Checkpoint": ...
+    def tensors(self) -> List[Tuple[str, str, List[int], int, int, int, int]]:
+        """(name, safetensors dtype, shape, bytes, offset in the original file, payload offset,
+        payload length), in file order."""
+    def index(self, name: str) -> Optional[int]: ...
+    def original_len(self) -> int:
+        """The original file's length in bytes."""
+    def header(self) -> bytes:
+        """The original safetensors header: its 8-byte length and its JSON."""
+    def decode_tensor_into(
+        self, index: int, address: int, length: int, threads: Optional[int] = None
+    ) -> None:
+        """Decodes tensor ``index`` into caller-owned, writable, contiguous memory."""
+    def decode_all_into(self, address: int, length: int, threads: Optional[int] = None) -> None:
+        """Restores the whole original file into caller-owned, writable, contiguous memory."""

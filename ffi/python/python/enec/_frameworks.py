@@ -1,0 +1,221 @@
+"""How each framework allocates the empty array or tensor that the decoder fills."""
+
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from ._enec import EnecError
+
+# safetensors dtype -> numpy dtype name, little-endian (the safetensors byte order).
+_NUMPY_DTYPES = {
+    "BOOL": "bool",
+    "U8": "uint8",
+    "I8": "int8",
+    "U16": "<u2",
+    "I16": "<i2",
+    "U32": "<u4",
+    "I32": "<i4",
+    "U64": "<u8",
+    "I64": "<i8",
+    "F16": "<f2",
+    "F32": "<f4",
+    "F64": "<f8",
+    "C64": "<c8",
+}
+# safetensors dtype -> ml_dtypes type name: the dtypes numpy lacks.
+_ML_DTYPES = {
+    "BF16": "bfloat16",
+    "F8_E4M3": "float8_e4m3fn",
+    "F8_E5M2": "float8_e5m2",
+    "F8_E8M0": "float8_e8m0fnu",
+}
+# safetensors dtype -> torch dtype attribute (absent ones are missing from older torch).
+_TORCH_DTYPES = {
+    "BOOL": "bool",
+    "U8": "uint8",
+    "I8": "int8",
+    "U16": "uint16",
+    "I16": "int16",
+    "U32": "uint32",
+    "I32": "int32",
+    "U64": "uint64",
+    "I64": "int64",
+    "F16": "float16",
+    "BF16": "bfloat16",
+    "F32": "float32",
+    "F64": "float64",
+    "C64": "complex64",
+    "F8_E4M3": "float8_e4m3fn",
+    "F8_E5M2": "float8_e5m2",
+    "F8_E8M0": "float8_e8m0fnu",
+}
+
+
+class Framework:
+    """Makes arrays of one framework out of decoded bytes.
+
+    ``bytes(n)``: a new, uninitialized byte array of ``n`` bytes, and the address of its memory.
+    ``view(buffer, offset, nbytes, what, dtype, shape)``: the array of dtype ``dtype`` and shape
+    ``shape`` held in the ``nbytes`` bytes at ``offset`` of ``buffer`` (``what`` names it in
+    errors).
+    ``to_device(array, device)``: the array on ``device``.
+    """
+
+    name: str
+    bytes: Callable[[int], Tuple[Any, int]]
+    view: Callable[[Any, int, int, str, str, Sequence[int]], Any]
+    to_device: Callable[[Any, str], Any]
+
+
+def elements(what: str, dtype: str, shape: Sequence[int], itemsize: int, nbytes: int) -> int:
+    """The element count of ``shape``, checked against the ``nbytes`` bytes the file holds."""
+    count = 1
+    for n in shape:
+        count *= n
+    if count * itemsize != nbytes:
+        raise EnecError(
+            f"{what}: shape {list(shape)} of {dtype} needs {count * itemsize} bytes, "
+            f"the file holds {nbytes}"
+        )
+    return count
+
+
+def _numpy_bytes(n: int) -> Tuple[Any, int]:
+    import numpy as np
+
+    # numpy asks the kernel for huge pages for large arrays: a fresh buffer then costs a few
+    # page faults instead of one per 4 KiB.
+    buffer = np.empty(n, dtype=np.uint8)
+    return buffer, buffer.__array_interface__["data"][0]
+
+
+def _numpy_dtype(np: Any, what: str, dtype: str) -> Any:
+    if dtype in _NUMPY_DTYPES:
+        return np.dtype(_NUMPY_DTYPES[dtype])
+    if dtype in _ML_DTYPES:
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise ImportError(
+                f"{what} is {dtype}, which numpy holds only through the ml_dtypes package: "
+                "pip install ml_dtypes"
+            ) from None
+        found = getattr(ml_dtypes, _ML_DTYPES[dtype], None)
+        if found is None:
+            raise EnecError(f"{what}: dtype {dtype} needs a newer ml_dtypes than the one installed")
+        return np.dtype(found)
+    raise EnecError(f"{what}: dtype {dtype!r} has no numpy equivalent")
+
+
+def numpy_framework() -> Framework:
+    import numpy as np
+
+    def view(
+        buffer: Any, offset: int, nbytes: int, what: str, dtype: str, shape: Sequence[int]
+    ) -> Any:
+        found = _numpy_dtype(np, what, dtype)
+        count = elements(what, dtype, shape, found.itemsize, nbytes)
+        return np.frombuffer(buffer, dtype=found, count=count, offset=offset).reshape(shape)
+
+    f = Framework()
+    f.name = "np"
+    f.bytes = _numpy_bytes
+    f.view = view
+    f.to_device = lambda array, device: array  # safe_open accepts only "cpu" for numpy
+    return f
+
+
+def torch_framework() -> Framework:
+    try:
+        import torch
+    except ImportError:
+        raise ImportError("enec.torch needs PyTorch: pip install torch") from None
+
+    def buffer(n: int) -> Tuple[Any, int]:
+        array, address = _numpy_bytes(n)  # numpy's huge pages: twice as fast to fill here
+        return torch.from_numpy(array), address
+
+    def view(
+        buffer: Any, offset: int, nbytes: int, what: str, dtype: str, shape: Sequence[int]
+    ) -> Any:
+        found = getattr(torch, _TORCH_DTYPES.get(dtype, ""), None)
+        if not isinstance(found, torch.dtype):
+            raise EnecError(f"{what}: dtype {dtype!r} has no equivalent in this torch")
+        elements(what, dtype, shape, found.itemsize, nbytes)
+        piece = buffer[offset : offset + nbytes]
+        if offset % found.itemsize:
+            piece = piece.clone()  # torch views need aligned elements
+        return piece.view(found).reshape(shape)
+
+    f = Framework()
+    f.name = "pt"
+    f.bytes = buffer
+    f.view = view
+    f.to_device = lambda tensor, device: tensor if device == "cpu" else tensor.to(device)
+    return f
+
+
+def framework(name: str) -> Framework:
+    if name in ("np", "numpy"):
+        return numpy_framework()
+    if name in ("pt", "torch"):
+        return torch_framework()
+    raise ValueError(f'framework {name!r}: enec reads "np" (numpy) and "pt" (torch)')
+
+
+Tensors = List[Tuple[str, str, List[int], int, int, int, int]]
+
+
+def load_one(
+    checkpoint: Any,
+    tensors: Tensors,
+    framework: Framework,
+    index: int,
+    device: str,
+    threads: Optional[int],
+) -> Any:
+    """Tensor ``index`` of ``checkpoint`` (whose ``tensors()`` is ``tensors``), decoded alone
+    into an array of its own, frames in parallel, the GIL released."""
+    name, dtype, shape, nbytes = tensors[index][:4]
+    buffer, address = framework.bytes(nbytes)
+    checkpoint.decode_tensor_into(index, address, nbytes, threads)
+    return framework.to_device(
+        framework.view(buffer, 0, nbytes, f'tensor "{name}"', dtype, shape), device
+    )
+
+
+def load_all(
+    checkpoint: Any, tensors: Tensors, framework: Framework, device: str, threads: Optional[int]
+) -> Dict[str, Any]:
+    """Every tensor of ``checkpoint``, by name, in file order: the original file restored into
+    one byte array (small tensors and the frames of large ones shared among the threads alike),
+    each tensor a view of it, as ``safetensors`` returns views of one mapped file."""
+    length = checkpoint.original_len()
+    buffer, address = framework.bytes(length)
+    checkpoint.decode_all_into(address, length, threads)
+    loaded = {}
+    for name, dtype, shape, nbytes, offset in (t[:5] for t in tensors):
+        array = framework.view(buffer, offset, nbytes, f'tensor "{name}"', dtype, shape)
+        loaded[name] = framework.to_device(array, device)
+    return loaded
+
+
+def save_file(
+    framework: str,
+    tensors: Dict[str, Any],
+    filename: Any,
+    metadata: Optional[Dict[str, str]],
+    options: Dict[str, Any],
+) -> None:
+    """Writes the enec checkpoint of the file ``safetensors.<framework>.save_file`` would write."""
+    import importlib
+    import os
+
+    from ._enec import compress_bytes
+
+    try:
+        module = importlib.import_module(f"safetensors.{framework}")
+    except ImportError:
+        raise ImportError(
+            f"enec.{framework}.save_file writes through safetensors: pip install safetensors"
+        ) from None
+    data = module.save(tensors, metadata=metadata)
+    compress_bytes(data, os.fspath(filename), **options)

@@ -1,0 +1,130 @@
+"""``safe_open``: an enec checkpoint read one tensor at a time, like ``safetensors.safe_open``."""
+
+import json
+import os
+from typing import Any, Dict, List, Optional, Union
+
+from . import _frameworks
+from ._enec import Checkpoint, EnecError
+
+
+class safe_open:
+    """Opens the enec checkpoint ``filename`` for reading tensors one at a time.
+
+    Only the index is read on opening; ``get_tensor`` decodes (and checksum-verifies) only the
+    tensor asked for. Use it as a context manager::
+
+        with enec.safe_open("model.enec", framework="pt") as f:
+            for name in f.keys():
+                tensor = f.get_tensor(name)
+
+    ``framework``: ``"pt"`` (torch tensors) or ``"np"`` (numpy arrays); ``device``: where torch
+    tensors go (numpy arrays are on ``"cpu"``); ``threads``: decoding threads, ``None`` for all
+    cores.
+    """
+
+    def __init__(
+        self,
+        filename: Union[str, "os.PathLike[str]"],
+        framework: str,
+        device: str = "cpu",
+        *,
+        threads: Optional[int] = None,
+    ) -> None:
+        self._setup(Checkpoint.open(os.fspath(filename)), framework, device, threads)
+
+    @classmethod
+    def _of(
+        cls, checkpoint: Checkpoint, framework: str, device: str, threads: Optional[int]
+    ) -> "safe_open":
+        """A reader of an already open checkpoint (for ``load(bytes)``)."""
+        self = cls.__new__(cls)
+        self._setup(checkpoint, framework, device, threads)
+        return self
+
+    def _setup(
+        self, checkpoint: Checkpoint, framework: str, device: str, threads: Optional[int]
+    ) -> None:
+        self._framework = _frameworks.framework(framework)
+        if self._framework.name == "np" and device != "cpu":
+            raise ValueError(f'numpy arrays live on the CPU: device must be "cpu", not {device!r}')
+        self._device = device
+        self._threads = threads
+        self._checkpoint: Optional[Checkpoint] = checkpoint
+        self._tensors = checkpoint.tensors()
+
+    def __enter__(self) -> "safe_open":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._checkpoint = None
+
+    def _open(self) -> Checkpoint:
+        if self._checkpoint is None:
+            raise ValueError("the enec checkpoint is closed")
+        return self._checkpoint
+
+    def keys(self) -> List[str]:
+        """The tensor names, sorted."""
+        self._open()
+        return sorted(t[0] for t in self._tensors)
+
+    def offset_keys(self) -> List[str]:
+        """The tensor names in the order of their bytes in the file."""
+        self._open()
+        return [t[0] for t in self._tensors]
+
+    def metadata(self) -> Optional[Dict[str, str]]:
+        """The ``__metadata__`` of the safetensors header, or ``None``."""
+        header = self._open().header()
+        length = int.from_bytes(header[:8], "little")
+        return json.loads(header[8 : 8 + length]).get("__metadata__")
+
+    def _index(self, name: str) -> int:
+        index = self._open().index(name)
+        if index is None:
+            raise KeyError(f"no tensor named {name!r} in this checkpoint")
+        return index
+
+    def get_tensor(self, name: str) -> Any:
+        """The tensor ``name``, decoded (only it) into a new array or tensor."""
+        index = self._index(name)
+        return _frameworks.load_one(
+            self._open(), self._tensors, self._framework, index, self._device, self._threads
+        )
+
+    def get_tensors(self) -> Dict[str, Any]:
+        """Every tensor, by name, in file order (decoded with one call)."""
+        return _frameworks.load_all(
+            self._open(), self._tensors, self._framework, self._device, self._threads
+        )
+
+    def get_slice(self, name: str) -> "TensorSlice":
+        """A handle on the tensor ``name``: its shape and dtype without decoding, and indexing
+        (``f.get_slice(name)[0:2]``), which decodes the whole tensor once and slices it."""
+        return TensorSlice(self, self._index(name))
+
+
+class TensorSlice:
+    """A tensor of a :class:`safe_open` file, decoded when first indexed."""
+
+    def __init__(self, file: safe_open, index: int) -> None:
+        self._file = file
+        self._index = index
+        self._tensor: Any = None
+
+    def get_shape(self) -> List[int]:
+        """The tensor's shape."""
+        return list(self._file._tensors[self._index][2])
+
+    def get_dtype(self) -> str:
+        """The tensor's safetensors dtype name (``BF16``, ``F32``, ...)."""
+        return self._file._tensors[self._index][1]
+
+    def __getitem__(self, key: Any) -> Any:
+        if self._tensor is None:
+            self._tensor = self._file.get_tensor(self._file._tensors[self._index][0])
+        return self._tensor[key]
+
+
+__all__ = ["safe_open", "TensorSlice", "EnecError"]

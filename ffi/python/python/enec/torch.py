@@ -1,0 +1,57 @@
+"""Load and save enec checkpoints as torch tensors, like ``safetensors.torch``.
+
+Importing this module needs PyTorch; building and installing the package does not.
+"""
+
+import os
+from typing import Dict, Optional, Union
+
+try:
+    import torch
+except ImportError:
+    raise ImportError("enec.torch needs PyTorch: pip install torch") from None
+
+from . import _frameworks
+from ._enec import Checkpoint
+from ._open import safe_open
+
+_Path = Union[str, "os.PathLike[str]"]
+
+
+def load_file(
+    filename: _Path, device: str = "cpu", *, threads: Optional[int] = None
+) -> Dict[str, torch.Tensor]:
+    """Every tensor of the enec checkpoint ``filename``, by name, in file order, on ``device``.
+
+    Each tensor is decoded straight into a new CPU tensor, frames in parallel on ``threads``
+    threads (``None``: all cores), the GIL released; every checksum is verified. Tensors for
+    another device are moved there after decoding.
+    """
+    with safe_open(filename, framework="pt", device=device, threads=threads) as f:
+        return f.get_tensors()
+
+
+def load(
+    data: bytes, device: str = "cpu", *, threads: Optional[int] = None
+) -> Dict[str, torch.Tensor]:
+    """Every tensor of the enec checkpoint held in ``data``, by name, on ``device``."""
+    return safe_open._of(Checkpoint.from_bytes(data), "pt", device, threads).get_tensors()
+
+
+def save_file(
+    tensors: Dict[str, torch.Tensor],
+    filename: _Path,
+    metadata: Optional[Dict[str, str]] = None,
+    *,
+    coding: str = "ranked",
+    frame: int = 16384,
+    checksums: bool = True,
+    threads: Optional[int] = None,
+) -> None:
+    """Writes the enec checkpoint of exactly the file ``safetensors.torch.save_file`` would
+    write (``enec.decompress_file`` restores it byte for byte). Needs ``safetensors``."""
+    options = dict(coding=coding, frame=frame, checksums=checksums, threads=threads)
+    _frameworks.save_file("torch", tensors, filename, metadata, options)
+
+
+__all__ = ["load_file", "load", "save_file"]

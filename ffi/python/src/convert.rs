@@ -1,0 +1,251 @@
+//! The CLI's two conversions: a safetensors file into a checkpoint container (`enec compress`)
+//! and an enec file back into the original bytes (`enec decompress`), byte for byte the same.
+
+use std::io::{Seek, SeekFrom, Write};
+use std::sync::{Mutex, PoisonError};
+
+use enec::container::{
+    encode_index_header, header_bytes, pad32, Container, Entry, Footer, PieceKind, ALIGN,
+    HEADER_BYTES, MAGIC as CONTAINER_MAGIC,
+};
+use enec::format::MAGIC as STREAM_MAGIC;
+use enec::parallel::{self, Restored};
+use enec::EncodeOptions;
+
+use crate::decode;
+use crate::safetensors::{self, Piece};
+
+/// Why a conversion failed: the input (a message naming the file and the piece), or writing.
+#[derive(Debug)]
+pub enum Failure {
+    /// The input is not what it should be, or could not be coded.
+    Input(String),
+    /// Writing the output failed.
+    Write(std::io::Error),
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Failure {
+        Failure::Input(message)
+    }
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Failure {
+        Failure::Write(e)
+    }
+}
+
+/// Writes the container (FORMAT.md section 9) of the safetensors file `data` to `out`: its
+/// tensors of BF16, F16 and F32 as enec streams, every other byte verbatim; returns its size.
+/// Memory: one tensor's stream at a time. `name` is the file, for messages.
+pub fn compress<W: Write>(
+    name: &str,
+    data: &[u8],
+    options: &EncodeOptions,
+    threads: usize,
+    out: W,
+) -> Result<u64, Failure> {
+    if data.starts_with(&CONTAINER_MAGIC) || data.starts_with(&STREAM_MAGIC) {
+        return Err(format!(
+            "{name}: already an enec file (use enec.decompress_file or enec.safe_open)"
+        )
+        .into());
+    }
+    let tensors = safetensors::parse(data).map_err(|why| format!("{name}: {why}"))?;
+    let pieces = safetensors::plan(data.len() as u64, tensors);
+    let mut writer = Writer::new(out)?;
+    let mut stream = Vec::new();
+    for piece in &pieces {
+        let bytes = &data[piece.start as usize..piece.end as usize];
+        writer.begin()?;
+        let (kind, checksum) = match piece.enec {
+            None => {
+                writer.write(bytes)?;
+                (PieceKind::Raw, enec::wrapped::piece_checksum(bytes))
+            }
+            Some(dtype) => {
+                let options = EncodeOptions { dtype, ..*options };
+                let failed = |e: enec::Error| format!("{name}: {}: {e}", what(piece));
+                stream.resize(
+                    enec::max_encoded_size(&options, bytes.len()).map_err(failed)?,
+                    0,
+                );
+                let n = decode::encode(&options, bytes, &mut stream, threads).map_err(failed)?;
+                writer.write(&stream[..n])?;
+                (PieceKind::Enec, 0)
+            }
+        };
+        writer.end(piece, kind, checksum)?;
+    }
+    writer.finish()
+}
+
+/// How the messages name a piece of the original file.
+fn what(piece: &Piece) -> String {
+    match &piece.tensor {
+        Some(t) => format!("tensor \"{}\"", t.name),
+        None => format!("bytes {}..{}", piece.start, piece.end),
+    }
+}
+
+/// A container being written to `out`: payloads first, then the index and the footer.
+struct Writer<W: Write> {
+    out: W,
+    pos: u64,
+    original: u64,
+    piece_start: u64,
+    entries: Vec<u8>,
+    count: u64,
+}
+
+impl<W: Write> Writer<W> {
+    /// Writes the container header.
+    fn new(mut out: W) -> std::io::Result<Writer<W>> {
+        out.write_all(&header_bytes())?;
+        Ok(Writer {
+            out,
+            pos: HEADER_BYTES as u64,
+            original: 0,
+            piece_start: HEADER_BYTES as u64,
+            entries: Vec::new(),
+            count: 0,
+        })
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.out.write_all(bytes)?;
+        self.pos += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn pad(&mut self) -> std::io::Result<()> {
+        let zeros = [0u8; ALIGN as usize];
+        self.write(&zeros[..(pad32(self.pos) - self.pos) as usize])
+    }
+
+    /// Starts a piece at the next multiple of 32.
+    fn begin(&mut self) -> std::io::Result<()> {
+        self.pad()?;
+        self.piece_start = self.pos;
+        Ok(())
+    }
+
+    /// Ends the current piece (its payload written) and records its index entry.
+    fn end(&mut self, piece: &Piece, kind: PieceKind, checksum: u32) -> Result<(), String> {
+        let (name, dtype, shape) = piece.tensor.as_ref().map_or(("", "", &[][..]), |t| {
+            (t.name.as_str(), t.dtype.as_str(), t.shape.as_slice())
+        });
+        let original_len = piece.end - piece.start;
+        let entry = Entry {
+            kind,
+            name,
+            dtype,
+            shape: shape.iter().copied().collect(),
+            original_offset: self.original,
+            original_len,
+            offset: self.piece_start,
+            len: self.pos - self.piece_start,
+            checksum,
+        };
+        let mut buf = vec![0u8; entry.max_encoded_len()];
+        let n = entry.encode(&mut buf).map_err(|e| e.to_string())?;
+        self.entries.extend_from_slice(&buf[..n]);
+        self.original += original_len;
+        self.count += 1;
+        Ok(())
+    }
+
+    /// Writes the index and the footer; returns the container's size.
+    fn finish(mut self) -> Result<u64, Failure> {
+        self.pad()?;
+        let index_offset = self.pos;
+        let mut index = vec![0u8; 24];
+        let n = encode_index_header(self.original, self.count, &mut index)
+            .map_err(|e| e.to_string())?;
+        index.truncate(n);
+        index.extend_from_slice(&self.entries);
+        self.write(&index)?;
+        self.pad()?;
+        self.write(&Footer::new(index_offset, &index).to_bytes())?;
+        self.out.flush()?;
+        Ok(self.pos)
+    }
+}
+
+/// Decoded bytes per run a thread restores and writes at its place.
+const CHUNK_BYTES: usize = 4 << 20;
+
+/// A failure while restoring: decoding (`D`, the library's error) or writing.
+enum Restore<D> {
+    Decode(D),
+    Write(std::io::Error),
+}
+
+impl<D> From<D> for Restore<D> {
+    fn from(e: D) -> Restore<D> {
+        Restore::Decode(e)
+    }
+}
+
+/// Restores the original of the enec file `data` (a container or a bare stream) into `out`,
+/// every checksum verified: threads decode runs of [`CHUNK_BYTES`] and write each at its
+/// place, so memory stays a few runs whatever the size. Returns the original's length.
+/// `name` is the file, for messages.
+pub fn decompress<F: Write + Seek + Send>(
+    name: &str,
+    data: &[u8],
+    threads: usize,
+    out: F,
+) -> Result<u64, Failure> {
+    let out = Mutex::new(out);
+    fn write_at<F: Write + Seek, D>(
+        out: &Mutex<F>,
+        at: u64,
+        bytes: &[u8],
+    ) -> Result<(), Restore<D>> {
+        let mut out = out.lock().unwrap_or_else(PoisonError::into_inner);
+        out.seek(SeekFrom::Start(at))
+            .and_then(|_| out.write_all(bytes))
+            .map_err(Restore::Write)
+    }
+    let restored = if data.starts_with(&CONTAINER_MAGIC) {
+        let container = Container::parse(data).map_err(|e| format!("{name}: {e}"))?;
+        let write = |run: Restored<'_>| write_at(&out, run.at, run.bytes);
+        parallel::decode_container_with(&container, threads, CHUNK_BYTES, write)
+            .map(|()| container.original_len())
+            .map_err(|failure| match failure {
+                Restore::Decode(e) => Failure::Input(decode::message(name, &container, e)),
+                Restore::Write(e) => Failure::Write(e),
+            })?
+    } else if data.starts_with(&STREAM_MAGIC) {
+        let write = |run: Restored<'_>| write_at(&out, run.at, run.bytes);
+        parallel::decode_with(data, threads, CHUNK_BYTES, write).map_err(
+            |failure| match failure {
+                Restore::Decode(e) => Failure::Input(format!("{name}: {e}")),
+                Restore::Write(e) => Failure::Write(e),
+            },
+        )?
+    } else {
+        return Err(not_enec(name, data).into());
+    };
+    out.into_inner()
+        .unwrap_or_else(PoisonError::into_inner)
+        .flush()?;
+    Ok(restored)
+}
+
+/// Why `data`, which starts with neither magic, is not an enec file.
+pub fn not_enec(name: &str, data: &[u8]) -> String {
+    if data.is_empty() {
+        return format!("{name}: empty file, not an enec file");
+    }
+    let hint = if safetensors::parse(data).is_ok() {
+        " (it is a safetensors file: enec.compress_file makes an .enec file of it)"
+    } else {
+        ""
+    };
+    format!(
+        "{name}: not an enec file: it starts with neither `ENCP` (checkpoint) nor `ENEC` (stream){hint}"
+    )
+}

@@ -1,0 +1,418 @@
+//! `enec._enec`: the compiled half of the `enec` Python package. The Python modules `enec`,
+//! `enec.numpy` and `enec.torch` allocate arrays and tensors; this module fills them, with the
+//! GIL released.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+use enec::container::{Container, Entry, MAGIC as CONTAINER_MAGIC};
+use enec::format::MAGIC as STREAM_MAGIC;
+use enec::{Coding, Dtype, EncodeOptions};
+use memmap2::Mmap;
+use pyo3::create_exception;
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+mod convert;
+use convert::Failure;
+mod decode;
+// The CLI's safetensors reader: the same file, so both read checkpoints identically.
+#[allow(dead_code)]
+#[path = "../../../src/bin/enec/safetensors.rs"]
+mod safetensors;
+
+create_exception!(
+    _enec,
+    EnecError,
+    PyValueError,
+    "A file is not a valid enec or safetensors file, or is damaged (the message names the tensor and frame)."
+);
+
+fn enec_error(message: String) -> PyErr {
+    EnecError::new_err(message)
+}
+
+fn os_error(path: &Path, e: std::io::Error) -> PyErr {
+    PyOSError::new_err((
+        e.raw_os_error().unwrap_or(0),
+        format!("{}: {e}", path.display()),
+    ))
+}
+
+/// Maps a file into memory (read-only).
+fn map(path: &Path) -> PyResult<Mmap> {
+    let file = File::open(path).map_err(|e| os_error(path, e))?;
+    // SAFETY: the map is only read; like every reader of a mapped file, we rely on nobody
+    // truncating the file while it is open (the checksums catch bytes changed meanwhile).
+    unsafe { Mmap::map(&file) }.map_err(|e| os_error(path, e))
+}
+
+/// Writes `path` with `write` through a temporary file in the same folder, renamed over it
+/// once complete (removed on failure).
+fn write_atomically<T>(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<&File>) -> Result<T, Failure>,
+) -> PyResult<T> {
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(format!(".partial-{}", std::process::id()));
+    let partial = PathBuf::from(partial);
+    let file = File::create(&partial).map_err(|e| os_error(path, e))?;
+    let written = write(&mut BufWriter::with_capacity(1 << 20, &file)).and_then(|value| {
+        file.sync_all()?;
+        std::fs::rename(&partial, path)?;
+        Ok(value)
+    });
+    written.map_err(|failure| {
+        let _ = std::fs::remove_file(&partial);
+        match failure {
+            Failure::Input(message) => enec_error(message),
+            Failure::Write(e) => os_error(path, e),
+        }
+    })
+}
+
+/// Worker threads: `None` means all cores (the library's 0).
+fn threads(threads: Option<usize>) -> usize {
+    threads.unwrap_or(0)
+}
+
+fn coding(name: &str) -> PyResult<Coding> {
+    match name {
+        "ranked" => Ok(Coding::Ranked),
+        "groups" => Ok(Coding::Groups),
+        "auto" => Ok(Coding::Auto),
+        _ => Err(PyValueError::new_err(format!(
+            "coding {name:?}: expected \"ranked\", \"groups\" or \"auto\""
+        ))),
+    }
+}
+
+/// The encoder options of the keyword arguments (the dtype is per tensor).
+fn options(coding_name: &str, frame: u32, checksums: bool) -> PyResult<EncodeOptions> {
+    EncodeOptions::new(Dtype::Bf16)
+        .coding(coding(coding_name)?)
+        .checksums(checksums)
+        .frame_len(frame)
+        .map_err(|e| PyValueError::new_err(format!("frame={frame}: {e}")))
+}
+
+/// compress_file(src, dst, *, coding="ranked", frame=16384, checksums=True, threads=None)
+/// --
+///
+/// Compresses the safetensors file `src` into the enec checkpoint `dst` (replaced atomically);
+/// the same bytes as `enec compress`. Returns the size of `dst`.
+#[pyfunction]
+#[pyo3(signature = (src, dst, *, coding = "ranked", frame = 16384, checksums = true, threads = None))]
+fn compress_file(
+    py: Python<'_>,
+    src: PathBuf,
+    dst: PathBuf,
+    coding: &str,
+    frame: u32,
+    checksums: bool,
+    threads: Option<usize>,
+) -> PyResult<u64> {
+    let options = options(coding, frame, checksums)?;
+    let data = map(&src)?;
+    compress_into(
+        py,
+        &src.display().to_string(),
+        &data,
+        &dst,
+        &options,
+        threads,
+    )
+}
+
+/// Compresses the safetensors file `data` (`name` in messages) into `dst`; returns its size.
+fn compress_into(
+    py: Python<'_>,
+    name: &str,
+    data: &[u8],
+    dst: &Path,
+    options: &EncodeOptions,
+    threads: Option<usize>,
+) -> PyResult<u64> {
+    py.allow_threads(|| {
+        write_atomically(dst, |out| {
+            convert::compress(name, data, options, self::threads(threads), out)
+        })
+    })
+}
+
+/// compress_bytes(data, dst, *, coding="ranked", frame=16384, checksums=True, threads=None)
+/// --
+///
+/// Compresses the safetensors file held in `data` into the enec checkpoint `dst`.
+#[pyfunction]
+#[pyo3(signature = (data, dst, *, coding = "ranked", frame = 16384, checksums = true, threads = None))]
+fn compress_bytes(
+    py: Python<'_>,
+    data: &[u8],
+    dst: PathBuf,
+    coding: &str,
+    frame: u32,
+    checksums: bool,
+    threads: Option<usize>,
+) -> PyResult<u64> {
+    let options = options(coding, frame, checksums)?;
+    compress_into(py, "<bytes>", data, &dst, &options, threads)
+}
+
+/// decompress_file(src, dst, *, threads=None)
+/// --
+///
+/// Restores the original file of the enec file `src` (a checkpoint or a bare stream) into `dst`
+/// (replaced atomically), verifying every checksum; the same bytes as `enec decompress`.
+/// Returns the size of `dst`.
+#[pyfunction]
+#[pyo3(signature = (src, dst, *, threads = None))]
+fn decompress_file(
+    py: Python<'_>,
+    src: PathBuf,
+    dst: PathBuf,
+    threads: Option<usize>,
+) -> PyResult<u64> {
+    let data = map(&src)?;
+    let name = src.display().to_string();
+    py.allow_threads(|| {
+        write_atomically(&dst, |out| {
+            convert::decompress(&name, &data, self::threads(threads), out)
+        })
+    })
+}
+
+/// What holds the bytes of an open checkpoint.
+enum Backing {
+    Map(Mmap),
+    Bytes(Py<PyBytes>),
+}
+
+impl Backing {
+    fn bytes(&self, py: Python<'_>) -> &[u8] {
+        match self {
+            Backing::Map(map) => map,
+            Backing::Bytes(bytes) => bytes.as_bytes(py),
+        }
+    }
+}
+
+/// An open enec checkpoint: its index parsed, nothing decoded.
+#[pyclass(frozen, module = "enec._enec")]
+struct Checkpoint {
+    name: String,
+    container: Container<'static>,
+    /// The tensors, in file order, with their entry numbers.
+    tensors: Vec<(u64, Entry<'static>)>,
+    by_name: HashMap<&'static str, usize>,
+    /// The entry of the safetensors header (the verbatim piece at offset 0).
+    header: Option<(u64, Entry<'static>)>,
+    // Owns the bytes the fields above borrow: it never moves them and outlives them (the
+    // struct is only ever dropped whole).
+    _backing: Backing,
+}
+
+impl Checkpoint {
+    /// Parses the bytes of `backing`.
+    fn new(py: Python<'_>, name: String, backing: Backing) -> PyResult<Checkpoint> {
+        let bytes = backing.bytes(py);
+        // SAFETY: `backing` owns these bytes (a read-only map or an immutable Python bytes
+        // object), keeps them at the same address when it moves, and is stored in the same
+        // struct as every borrow made from them here.
+        let bytes: &'static [u8] =
+            unsafe { std::slice::from_raw_parts(bytes.as_ptr(), bytes.len()) };
+        if bytes.starts_with(&STREAM_MAGIC) {
+            return Err(enec_error(format!(
+                "{name}: a bare enec stream (one array), not a checkpoint: \
+                 enec.decompress_file restores its bytes"
+            )));
+        }
+        if !bytes.starts_with(&CONTAINER_MAGIC) {
+            return Err(enec_error(convert::not_enec(&name, bytes)));
+        }
+        let container = Container::parse(bytes).map_err(|e| enec_error(format!("{name}: {e}")))?;
+        let mut tensors = Vec::new();
+        let mut header = None;
+        for (number, entry) in container.entries() {
+            if entry.is_tensor() {
+                tensors.push((number, entry));
+            } else if entry.original_offset == 0 {
+                header = Some((number, entry));
+            }
+        }
+        let mut by_name = HashMap::with_capacity(tensors.len());
+        for (i, (_, entry)) in tensors.iter().enumerate() {
+            by_name.entry(entry.name).or_insert(i);
+        }
+        Ok(Checkpoint {
+            name,
+            container,
+            tensors,
+            by_name,
+            header,
+            _backing: backing,
+        })
+    }
+}
+
+#[pymethods]
+impl Checkpoint {
+    /// Opens the enec checkpoint at `path` (memory-mapped; only the index is read).
+    #[staticmethod]
+    fn open(py: Python<'_>, path: PathBuf) -> PyResult<Checkpoint> {
+        let data = map(&path)?;
+        Checkpoint::new(py, path.display().to_string(), Backing::Map(data))
+    }
+
+    /// Opens the enec checkpoint held in `data`.
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, data: Bound<'_, PyBytes>) -> PyResult<Checkpoint> {
+        Checkpoint::new(py, "<bytes>".into(), Backing::Bytes(data.unbind()))
+    }
+
+    /// The tensors in file order: (name, safetensors dtype, shape, bytes, offset in the
+    /// original file, payload offset, payload length).
+    #[allow(clippy::type_complexity)]
+    fn tensors(&self) -> Vec<(&str, &str, Vec<u64>, u64, u64, u64, u64)> {
+        self.tensors
+            .iter()
+            .map(|(_, e)| {
+                let shape = e.shape.to_vec();
+                let (original_offset, original_len) = (e.original_offset, e.original_len);
+                (
+                    e.name,
+                    e.dtype,
+                    shape,
+                    original_len,
+                    original_offset,
+                    e.offset,
+                    e.len,
+                )
+            })
+            .collect()
+    }
+
+    /// Position of the tensor `name` in `tensors()`, or None.
+    fn index(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
+    /// The original safetensors header (its 8-byte length and JSON), checksum verified.
+    fn header<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let Some((number, entry)) = &self.header else {
+            return Err(enec_error(format!("{}: no safetensors header", self.name)));
+        };
+        let mut out = vec![0u8; entry.original_len as usize];
+        decode::entry(&self.name, &self.container, *number, entry, &mut out, 1)
+            .map_err(enec_error)?;
+        Ok(PyBytes::new(py, &out))
+    }
+
+    /// Restores the whole original file into the memory at `address`: a writable, contiguous
+    /// block of `length` bytes (which must be the original file's length), kept alive by the
+    /// caller. Small pieces and the frames of large ones are shared among `threads` threads,
+    /// the GIL released.
+    #[pyo3(signature = (address, length, threads = None))]
+    fn decode_all_into(
+        &self,
+        py: Python<'_>,
+        address: usize,
+        length: u64,
+        threads: Option<usize>,
+    ) -> PyResult<()> {
+        let original = self.container.original_len();
+        let len = self.memory_for(address, length, original, || "the original file".into())?;
+        let threads = self::threads(threads);
+        py.allow_threads(|| {
+            // SAFETY: checked by `memory_for`, promised by the caller.
+            let out = unsafe { caller_memory(address, len) };
+            decode::container(&self.name, &self.container, out, threads)
+        })
+        .map_err(enec_error)
+    }
+
+    /// The original file's length in bytes.
+    fn original_len(&self) -> u64 {
+        self.container.original_len()
+    }
+
+    /// Decodes the tensor at position `index` of `tensors()` into the memory at `address`: a
+    /// writable, contiguous block of `length` bytes (which must be the tensor's byte length),
+    /// kept alive by the caller. Frames are spread over `threads` threads, the GIL released.
+    #[pyo3(signature = (index, address, length, threads = None))]
+    fn decode_tensor_into(
+        &self,
+        py: Python<'_>,
+        index: usize,
+        address: usize,
+        length: u64,
+        threads: Option<usize>,
+    ) -> PyResult<()> {
+        let (number, entry) = self
+            .tensors
+            .get(index)
+            .ok_or_else(|| PyValueError::new_err(format!("no tensor number {index}")))?;
+        let len = self.memory_for(address, length, entry.original_len, || {
+            decode::describe(entry)
+        })?;
+        let threads = self::threads(threads);
+        py.allow_threads(|| {
+            // SAFETY: checked by `memory_for`, promised by the caller.
+            let out = unsafe { caller_memory(address, len) };
+            decode::entry(&self.name, &self.container, *number, entry, out, threads)
+        })
+        .map_err(enec_error)
+    }
+}
+
+impl Checkpoint {
+    /// Checks the caller's memory at `address` of `length` bytes against the `needed` bytes of
+    /// `what`; returns its length.
+    fn memory_for(
+        &self,
+        address: usize,
+        length: u64,
+        needed: u64,
+        what: impl FnOnce() -> String,
+    ) -> PyResult<usize> {
+        if length != needed {
+            return Err(enec_error(format!(
+                "{}: {}: {length} bytes of memory for its {needed} bytes",
+                self.name,
+                what()
+            )));
+        }
+        let len = usize::try_from(length).map_err(|_| PyValueError::new_err("too large"))?;
+        if len > 0 && address == 0 {
+            return Err(PyValueError::new_err("null address"));
+        }
+        Ok(len)
+    }
+}
+
+/// The `len` bytes of caller memory at `address` (`address` unused when `len` is 0).
+///
+/// # Safety
+/// `address` is the data pointer of a contiguous, writable array of `len` bytes that the Python
+/// caller (`enec.numpy` / `enec.torch`) allocated, holds a reference to for the whole call, and
+/// does not touch meanwhile.
+unsafe fn caller_memory<'m>(address: usize, len: usize) -> &'m mut [u8] {
+    if len == 0 {
+        return &mut [];
+    }
+    std::slice::from_raw_parts_mut(address as *mut u8, len)
+}
+
+/// The compiled half of the `enec` package.
+#[pymodule]
+fn _enec(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("EnecError", m.py().get_type::<EnecError>())?;
+    m.add_class::<Checkpoint>()?;
+    m.add_function(wrap_pyfunction!(compress_file, m)?)?;
+    m.add_function(wrap_pyfunction!(compress_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(decompress_file, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,202 @@
+"""enec.numpy and the conversions, against safetensors itself."""
+
+import pathlib
+import sys
+
+import enec
+import enec.numpy
+import ml_dtypes  # noqa: F401  (safetensors.numpy reads BF16 through it)
+import numpy as np
+import pytest
+import safetensors.numpy
+from conftest import METADATA, damaged, every_dtype, payload
+
+
+def assert_same(loaded: dict, expected: dict) -> None:
+    assert set(loaded) == set(expected)
+    for name, array in expected.items():
+        got = loaded[name]
+        assert got.dtype == array.dtype, name
+        assert got.shape == array.shape, name
+        assert got.tobytes() == array.tobytes(), name
+
+
+def test_every_dtype_round_trips_like_safetensors(checkpoint):
+    original, compressed = checkpoint
+    assert compressed.stat().st_size < original.stat().st_size
+    loaded = enec.numpy.load_file(compressed)
+    assert_same(loaded, every_dtype())
+    # safetensors.numpy reads every dtype but float8 (it looks those up in numpy itself).
+    with safetensors.safe_open(str(original), framework="np") as f:
+        reference = {k: f.get_tensor(k) for k in f.keys() if not k.startswith("f8")}
+    assert_same({k: loaded[k] for k in reference}, reference)
+    assert all(a.flags.writeable and a.flags.c_contiguous for a in loaded.values())
+
+
+def test_decompress_restores_the_file_byte_for_byte(checkpoint, tmp_path):
+    original, compressed = checkpoint
+    restored = tmp_path / "restored.safetensors"
+    assert enec.decompress_file(compressed, restored) == original.stat().st_size
+    assert restored.read_bytes() == original.read_bytes()
+
+
+@pytest.mark.parametrize("coding", ["ranked", "groups", "auto"])
+@pytest.mark.parametrize("frame", [1024, 65536])
+def test_options_round_trip(checkpoint, tmp_path, coding, frame):
+    original, _ = checkpoint
+    compressed = tmp_path / "opt.enec"
+    enec.compress_file(
+        original, compressed, coding=coding, frame=frame, checksums=frame == 1024, threads=1
+    )
+    assert_same(enec.numpy.load_file(compressed, threads=2), every_dtype())
+
+
+def test_bad_options_raise_value_error(checkpoint, tmp_path):
+    original, _ = checkpoint
+    with pytest.raises(ValueError, match="coding"):
+        enec.compress_file(original, tmp_path / "x.enec", coding="zip")
+    with pytest.raises(ValueError, match="frame=1000"):
+        enec.compress_file(original, tmp_path / "x.enec", frame=1000)
+
+
+def test_load_from_bytes(checkpoint):
+    _, compressed = checkpoint
+    assert_same(enec.numpy.load(compressed.read_bytes()), every_dtype())
+
+
+def test_save_file_writes_what_safetensors_writes(tmp_path):
+    tensors = every_dtype()
+    path = tmp_path / "saved.enec"
+    metadata = {"format": "np"}  # one key: safetensors orders several at random
+    enec.numpy.save_file(tensors, path, metadata=metadata, frame=4096)
+    restored = tmp_path / "restored.safetensors"
+    enec.decompress_file(path, restored)
+    assert restored.read_bytes() == safetensors.numpy.save(tensors, metadata=metadata)
+
+
+def test_safe_open(checkpoint):
+    _, compressed = checkpoint
+    expected = every_dtype()
+    with enec.safe_open(compressed, framework="np") as f:
+        assert f.keys() == sorted(expected)
+        assert f.metadata() == METADATA
+        assert f.get_tensor("w.f16").tobytes() == expected["w.f16"].tobytes()
+        piece = f.get_slice("w.bf16")
+        assert piece.get_shape() == [300, 131]
+        assert piece.get_dtype() == "BF16"
+        assert piece[10:12, 3].tobytes() == expected["w.bf16"][10:12, 3].tobytes()
+        with pytest.raises(KeyError, match="nope"):
+            f.get_tensor("nope")
+    with pytest.raises(ValueError, match="closed"):
+        f.get_tensor("w.f16")
+    with pytest.raises(ValueError, match="cpu"):
+        enec.safe_open(compressed, framework="np", device="cuda")
+
+
+def test_safe_open_decodes_only_the_tensor_asked_for(checkpoint, tmp_path):
+    """A damaged tensor does not stop reading the others, which proves they are not decoded."""
+    _, compressed = checkpoint
+    offset, length = payload(compressed, "w.f32")
+    bad = damaged(compressed, offset + length // 2, tmp_path / "bad.enec")
+    with enec.safe_open(bad, framework="np") as f:
+        assert f.get_tensor("w.bf16").tobytes() == every_dtype()["w.bf16"].tobytes()
+        with pytest.raises(enec.EnecError, match='tensor "w.f32".*frame'):
+            f.get_tensor("w.f32")
+    with pytest.raises(enec.EnecError, match='tensor "w.f32"'):
+        enec.numpy.load_file(bad)
+
+
+def test_damaged_verbatim_tensor_is_named(checkpoint, tmp_path):
+    _, compressed = checkpoint
+    offset, _ = payload(compressed, "i64")
+    bad = damaged(compressed, offset, tmp_path / "bad.enec")
+    with pytest.raises(enec.EnecError, match='tensor "i64": checksum mismatch'):
+        enec.numpy.load_file(bad)
+    with pytest.raises(enec.EnecError, match='tensor "i64"'):
+        enec.decompress_file(bad, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("keep", [0, 7, 100, -1, -33])
+def test_truncated_files_raise(checkpoint, tmp_path, keep):
+    _, compressed = checkpoint
+    data = compressed.read_bytes()
+    short = tmp_path / "short.enec"
+    short.write_bytes(data[:keep])
+    with pytest.raises(enec.EnecError, match="short.enec: .*(truncated|footer|empty|not an enec)"):
+        enec.numpy.load_file(short)
+    with pytest.raises(enec.EnecError):
+        enec.decompress_file(short, tmp_path / "out")
+
+
+def test_damaged_index_raises(checkpoint, tmp_path):
+    _, compressed = checkpoint
+    size = compressed.stat().st_size
+    bad = damaged(compressed, size - 40, tmp_path / "bad.enec")
+    with pytest.raises(enec.EnecError, match="index|footer|padding"):
+        enec.numpy.load_file(bad)
+
+
+def test_what_is_not_enec_or_safetensors_is_refused(checkpoint, tmp_path):
+    original, compressed = checkpoint
+    with pytest.raises(enec.EnecError, match="it is a safetensors file"):
+        enec.numpy.load_file(original)
+    with pytest.raises(enec.EnecError, match="already an enec file"):
+        enec.compress_file(compressed, tmp_path / "again.enec")
+    text = tmp_path / "notes.txt"
+    text.write_text("hello world, not a checkpoint")
+    with pytest.raises(enec.EnecError, match="not a safetensors file"):
+        enec.compress_file(text, tmp_path / "x.enec")
+    with pytest.raises(FileNotFoundError):
+        enec.numpy.load_file(tmp_path / "missing.enec")
+
+
+def test_bf16_without_ml_dtypes_says_how_to_get_it(checkpoint, monkeypatch):
+    _, compressed = checkpoint
+    monkeypatch.setitem(sys.modules, "ml_dtypes", None)
+    with enec.safe_open(compressed, framework="np") as f:
+        assert f.get_tensor("w.f32").dtype == np.float32
+        with pytest.raises(ImportError, match="pip install ml_dtypes"):
+            f.get_tensor("w.bf16")
+
+
+def test_decompresses_bare_streams_to_their_arrays(tmp_path):
+    """The golden streams (as `enec compress --dtype` writes them) restore their arrays."""
+    golden = pathlib.Path(__file__).resolve().parents[3] / "tests" / "golden" / "v1"
+    pairs = [(p, p.with_suffix(".bin")) for p in sorted(golden.glob("*.enec"))]
+    assert pairs, f"no golden streams in {golden}"
+    for stream, array in pairs:
+        out = tmp_path / array.name
+        assert enec.decompress_file(stream, out) == array.stat().st_size
+        assert out.read_bytes() == array.read_bytes(), stream.name
+
+
+def test_a_dtype_without_numpy_equivalent_is_named(tmp_path):
+    """A tensor of a dtype numpy lacks is kept verbatim, restored byte for byte, and named in
+    the error when loaded; the others still load."""
+    header = b'{"odd":{"dtype":"F4","shape":[4],"data_offsets":[0,2]},'
+    header += b'"w":{"dtype":"F32","shape":[2],"data_offsets":[2,10]}}'
+    header += b" " * (-len(header) % 8)
+    data = len(header).to_bytes(8, "little") + header + b"\x12\x34" + np.ones(2, "<f4").tobytes()
+    original = tmp_path / "odd.safetensors"
+    original.write_bytes(data)
+    compressed = tmp_path / "odd.enec"
+    enec.compress_file(original, compressed)
+    enec.decompress_file(compressed, tmp_path / "restored")
+    assert (tmp_path / "restored").read_bytes() == data
+    with enec.safe_open(compressed, framework="np") as f:
+        assert f.get_tensor("w").tolist() == [1.0, 1.0]
+        with pytest.raises(enec.EnecError, match="tensor \"odd\": dtype 'F4' has no numpy"):
+            f.get_tensor("odd")
+
+
+def test_failed_conversions_leave_no_file(checkpoint, tmp_path):
+    original, compressed = checkpoint
+    before = sorted(tmp_path.iterdir())
+    with pytest.raises(enec.EnecError):
+        enec.compress_file(compressed, tmp_path / "again.enec")  # already compressed
+    with pytest.raises(enec.EnecError):
+        enec.decompress_file(original, tmp_path / "restored")  # not compressed
+    assert sorted(tmp_path.iterdir()) == before
+    with pytest.raises(FileNotFoundError):
+        enec.compress_file(original, tmp_path / "no such folder" / "x.enec")

@@ -1,0 +1,103 @@
+"""enec.torch against safetensors.torch (skipped where torch is not installed)."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import enec  # noqa: E402
+import enec.torch  # noqa: E402
+import safetensors.torch  # noqa: E402
+from conftest import damaged, payload  # noqa: E402
+
+
+def every_dtype() -> dict:
+    g = torch.Generator().manual_seed(3)
+    w = torch.randn(300, 131, generator=g) * 0.02
+    ints = torch.randint(-(2**62), 2**62, (5, 7), generator=g, dtype=torch.int64)
+    tensors = {
+        "w.bf16": w.to(torch.bfloat16),
+        "w.f16": w.to(torch.float16),
+        "w.f32": w,
+        "w.f64": w[:10].to(torch.float64),
+        "bool": ints[0] > 0,
+        "u8": ints.to(torch.uint8),
+        "i8": ints.to(torch.int8),
+        "i16": ints.to(torch.int16),
+        "i32": ints.to(torch.int32),
+        "i64": ints,
+        "empty.bf16": torch.zeros(0, 4, dtype=torch.bfloat16),
+        "scalar.f32": torch.tensor(1.5),
+    }
+    for name in ("float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64"):
+        dtype = getattr(torch, name, None)
+        if dtype is not None:
+            source = w[0] if name.startswith("float") else ints.abs()
+            tensors[name] = source.to(dtype)
+    return tensors
+
+
+def raw(tensor):
+    """The tensor's bytes (bit-exact comparison, whatever the dtype)."""
+    return tensor.contiguous().flatten().view(torch.uint8)
+
+
+def assert_same(loaded: dict, expected: dict) -> None:
+    assert set(loaded) == set(expected)
+    for name, tensor in expected.items():
+        got = loaded[name]
+        assert got.dtype == tensor.dtype and got.shape == tensor.shape, name
+        assert torch.equal(raw(got), raw(tensor)), name
+
+
+@pytest.fixture
+def files(tmp_path):
+    tensors = every_dtype()
+    original = tmp_path / "model.safetensors"
+    safetensors.torch.save_file(tensors, str(original), metadata={"format": "pt"})
+    compressed = tmp_path / "model.enec"
+    enec.compress_file(original, compressed)
+    return tensors, original, compressed
+
+
+def test_load_file_equals_safetensors(files):
+    tensors, original, compressed = files
+    loaded = enec.torch.load_file(compressed)
+    assert_same(loaded, safetensors.torch.load_file(str(original)))
+    assert_same(loaded, tensors)
+    assert_same(enec.torch.load(compressed.read_bytes()), tensors)
+
+
+def test_save_file_writes_what_safetensors_writes(tmp_path):
+    tensors = every_dtype()
+    path = tmp_path / "saved.enec"
+    enec.torch.save_file(tensors, path, metadata={"format": "pt"})
+    restored = tmp_path / "restored.safetensors"
+    enec.decompress_file(path, restored)
+    assert restored.read_bytes() == safetensors.torch.save(tensors, metadata={"format": "pt"})
+
+
+def test_safe_open_reads_one_tensor(files, tmp_path):
+    tensors, _, compressed = files
+    offset, length = payload(compressed, "w.f16")
+    bad = damaged(compressed, offset + length // 2, tmp_path / "bad.enec")
+    with enec.safe_open(bad, framework="pt") as f:
+        assert f.metadata() == {"format": "pt"}
+        assert torch.equal(f.get_tensor("w.bf16"), tensors["w.bf16"])
+        assert torch.equal(f.get_slice("w.f32")[1:3], tensors["w.f32"][1:3])
+        with pytest.raises(enec.EnecError, match='tensor "w.f16".*frame'):
+            f.get_tensor("w.f16")
+
+
+def test_misaligned_tensors_load(tmp_path):
+    """A float tensor at an odd offset of the data (safetensors allows it) loads all the same."""
+    header = b'{"a":{"dtype":"I8","shape":[1],"data_offsets":[0,1]},'
+    header += b'"b":{"dtype":"F32","shape":[2],"data_offsets":[1,9]}}'
+    header += b" " * (-len(header) % 8)
+    values = torch.tensor([1.5, -2.0])
+    data = len(header).to_bytes(8, "little") + header + b"\x07" + values.numpy().tobytes()
+    original = tmp_path / "odd.safetensors"
+    original.write_bytes(data)
+    compressed = tmp_path / "odd.enec"
+    enec.compress_file(original, compressed)
+    loaded = enec.torch.load_file(compressed)
+    assert loaded["a"].tolist() == [7]
+    assert torch.equal(loaded["b"], values)
