@@ -29,7 +29,7 @@ cargo +nightly miri test --lib -- \
     --skip container::tests::random_bytes_never_panic
 
 # 2. With `std` and the AVX2 target features enabled at compile time, so that the run-time
-#    dispatch takes its `unsafe` path into the AVX2 compilation of the kernels (src/dispatch.rs):
+#    dispatch takes its `unsafe` path into the AVX2 compilation of the kernels (src/frame/dispatch.rs):
 #    the corruption checks on small streams of every dtype and coding.
 #    Then the AVX2 kernels' own tests against the portable kernels (src/simd/tests.rs).
 RUSTFLAGS="$avx2" cargo +nightly miri test --features std --test corruption -- small_streams_sampled
