@@ -1,5 +1,6 @@
 //! `enec::parallel` against the serial functions: the same bytes on real weights (the committed
 //! MiniLM slice, tests/data/README.md), and the same errors on corrupt streams and containers.
+#![cfg(feature = "std")]
 
 use enec::container::{
     encode_index_header, header_bytes, pad32, Container, ContainerError, Entry, Footer, PieceKind,
