@@ -2,6 +2,7 @@
 #pragma once
 
 #include "enec_common.h"
+#include "enec_h32_vector.h"
 
 namespace enec {
 
@@ -93,6 +94,10 @@ public:
         pipe.InitBuffer(scanOffsBuf, 4 * TILE * sizeof(uint32_t));
         pipe.InitBuffer(iotaBuf, TILE * sizeof(int32_t));
         pipe.InitBuffer(modBuf, 2 * TILE * sizeof(int32_t));
+        if (t.checksums != 0) {
+            pipe.InitBuffer(h32Buf, H32Vector::UB_BYTES);
+            hash.setup(h32Buf.Get<int32_t>());
+        }
 
         ilv = ilvBuf.Get<uint32_t>();
         build_offsets(ilv, dlvBuf.Get<uint32_t>());
@@ -132,7 +137,7 @@ private:
         if (tiling.checksums == 0 && checksum != 0) return ENEC_FRAME_CORRUPT;
         frameGm = streamGm[frameOff];
         frameWords.SetGlobalBuffer((__gm__ uint16_t*)frameGm.GetPhyAddr(), frameBytes / 2);
-        hash.init();
+        if (tiling.checksums != 0) hash.init();
 
         if (params.coding == CODING_STORED) {
             DecodeStored();
@@ -146,20 +151,22 @@ private:
         return ENEC_FRAME_OK;
     }
 
-    // Stored frames move GM -> UB -> GM through a VECIN -> VECOUT queue (MTE2 fills, MTE3
-    // drains); the scalar unit reads the tile for the checksum in between.
+    // Stored frames move GM -> UB (MTE2, a VECIN queue) -> UB (V: the checksum reads the tile,
+    // one Adds copies it into a VECOUT tile) -> GM (MTE3): the queues order every pipe pair.
     __aicore__ inline void DecodeStored() {
         for (uint32_t s = 0; s < elements; s += TILE) {
             uint32_t len = min_u32(TILE, elements - s);
             uint32_t bytes = len * dt.eb;
-            LocalTensor<uint8_t> tile = passQue.AllocTensor<uint8_t>();
-            CopyBytesIn(tile, frameGm[HEADER_BYTES + s * dt.eb], bytes);
-            if (tiling.checksums != 0) {
-                sync_pipes<AscendC::HardEvent::MTE2_S>();
-                hash.feed(tile, bytes);
-            }
-            passQue.EnQue(tile);
-            CopyOut(passQue, s, bytes);
+            LocalTensor<uint8_t> in = passQue.AllocTensor<uint8_t>();
+            CopyBytesIn(in, frameGm[HEADER_BYTES + s * dt.eb], bytes);
+            passQue.EnQue(in);
+            in = passQue.DeQue<uint8_t>();
+            FeedHash(in, bytes);
+            LocalTensor<int16_t> out = outQue.AllocTensor<int16_t>();
+            AscendC::Adds(out, in.ReinterpretCast<int16_t>(), int16_t(0), int32_t(pad32(bytes) / 2));
+            passQue.FreeTensor(in);
+            outQue.EnQue(out);
+            CopyOut(outQue, s, bytes);
         }
     }
 
@@ -518,14 +525,12 @@ private:
         CopyOut(outQue, start, len * dt.eb);
     }
 
-    // The checksum (scalar, see H32) reads the decoded tile once the vector unit has written it.
+    // The checksum (H32Vector) of a decoded tile, read by the vector unit where it was written.
     __aicore__ inline void FeedHash(const LocalTensor<uint8_t>& bytes, uint32_t n) {
-        if (tiling.checksums == 0) return;
-        sync_pipes<AscendC::HardEvent::V_S>();
-        hash.feed(bytes, n);
+        if (tiling.checksums != 0) hash.feed(bytes, n);
     }
 
-    // The enqueued tile of `que` (VECOUT or VECIN -> VECOUT) out to the frame's output at `start`.
+    // The enqueued tile of `que` (VECOUT) out to the frame's output at `start`.
     template <class Que>
     __aicore__ inline void CopyOut(Que& que, uint32_t start, uint32_t bytes) {
         LocalTensor<uint8_t> out = que.template DeQue<uint8_t>();
@@ -543,9 +548,9 @@ private:
     AscendC::TQue<TPosition::VECIN, BUFFER_NUM> inQue;
     AscendC::TQue<TPosition::VECIN, BUFFER_NUM> stageQue;  // depth 2: tile i + 1 staged while tile i is used
     AscendC::TQue<TPosition::VECOUT, BUFFER_NUM> outQue;
-    AscendC::TQueBind<TPosition::VECIN, TPosition::VECOUT, BUFFER_NUM> passQue;
+    AscendC::TQue<TPosition::VECIN, BUFFER_NUM> passQue;  // stored frames' tiles
     AscendC::TBuf<TPosition::VECCALC> statusBuf, headerBuf, tableBuf, pairBuf, xBuf, wideBuf, levelBuf, spanBuf, offsBuf, wordBuf,
-        ilvBuf, dlvBuf, flagBuf, escBuf, rankBuf, scanBuf, scanOffsBuf, iotaBuf, modBuf;
+        ilvBuf, dlvBuf, flagBuf, escBuf, rankBuf, scanBuf, scanOffsBuf, iotaBuf, modBuf, h32Buf;
     Scan scan;
     LocalTensor<uint32_t> ilv;
     GlobalTensor<uint8_t> streamGm, outGm, frameGm;
@@ -558,7 +563,7 @@ private:
     uint64_t frameOff = 0, outOff = 0;
     Params params;
     Layout layout;
-    H32 hash;
+    H32Vector hash;
 };
 
 }  // namespace enec

@@ -20,9 +20,10 @@
 //     shifts, which A2 supports on uint32). Table lookups and fp32 lane (de)interleaving are
 //     Gather. Compare (half) builds the escape masks.
 //   * scalar code is used where A2 has no vector form, and says so where it is: header parsing
-//     and parameter choice (a few hundred operations per frame) and the decoder's h32 checksum
-//     (no documented wrapping 32-bit vector multiply; the encoder's H32Vector splits the products
-//     so that none overflows). The encoder's histograms, group ranges and compaction are Compare
+//     and parameter choice (a few hundred operations per frame), and the checksum's last partial
+//     block and avalanche. The checksum's full blocks are H32Vector in both kernels (no
+//     documented wrapping 32-bit vector multiply: it splits the products so that none
+//     overflows). The encoder's histograms, group ranges and compaction are Compare
 //     + GatherMask (and its kept count); the decoder expands escapes with vector prefix sums and
 //     Gather;
 //   * pipes are ordered by queue events and targeted SetFlag/WaitFlag pairs (sync_pipes), and
