@@ -22,7 +22,10 @@
 //!     let len = encoder.encode_frame(index, &mut frame)?;
 //!     stream.extend_from_slice(&frame[..len]);
 //! }
-//! assert_eq!(stream, enec::encode_to_vec(&EncodeOptions::new(Dtype::Bf16), input)?);
+//! let options = EncodeOptions::new(Dtype::Bf16);
+//! let mut whole = vec![0u8; enec::max_encoded_size(&options, input.len())?];
+//! let len = enec::encode(&options, input, &mut whole)?;
+//! assert_eq!(stream, whole[..len]); // the one-shot encoder's bytes
 //!
 //! let decoder = FrameDecoder::new(&stream)?;
 //! let mut restored = vec![0u8; input.len()];
