@@ -28,7 +28,7 @@
 //! # Ok::<(), enec::Error>(())
 //! ```
 #![no_std]
-#![deny(unsafe_op_in_unsafe_fn)] // but in the two x86 kernel files, see `simd/x86/mod.rs`
+#![deny(unsafe_op_in_unsafe_fn)]
 #![deny(unsafe_code)] // allowed in `frame::dispatch` and `simd` only: the run-time chosen AVX2 kernels
 #![warn(missing_docs)]
 

@@ -7,12 +7,11 @@
 //!   (F/BW/VL/VBMI/VBMI2/BITALG with GFNI).
 //! - [`words`]: where a chunk's planes lie in the frame, for the one-pass decoder steps.
 
-// The kernels' `unsafe fn` bodies are still one unsafe context each (the crate denies
-// `unsafe_op_in_unsafe_fn` everywhere else): their SAFETY notes sit at each pointer step, and
-// giving each of those steps its own block is the remaining work on these two files.
-#[allow(unsafe_op_in_unsafe_fn)]
+// Every kernel is an `unsafe fn` whose `# Safety` section names the CPU features it needs and
+// the ranges its pointer steps touch; its body is one `unsafe` block whose SAFETY note ties
+// the two to the caller, and the notes at each pointer step give the bound that keeps it in
+// range.
 mod avx2;
-#[allow(unsafe_op_in_unsafe_fn)]
 mod avx512;
 mod words;
 
