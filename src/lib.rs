@@ -31,6 +31,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(unsafe_code)] // allowed in `frame::dispatch` and `simd` only: the run-time chosen AVX2 kernels
 #![warn(missing_docs)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 #[cfg(feature = "alloc")]
 extern crate alloc;
