@@ -275,36 +275,32 @@ pub(super) static EXPAND: [u64; 256] = shuffle_patterns::<true>();
 #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
 #[inline]
 pub(super) unsafe fn compress(masks: &[u64], values: &[u8], out: &mut [u8]) -> usize {
-    // SAFETY: the caller runs on a CPU with AVX2, BMI1/2, LZCNT and POPCNT (the `Avx2` token proves
-    // it) and keeps this fn's `# Safety` contract, which keeps the pointer reads and writes below
-    // in bounds (the notes at each step say how).
-    unsafe {
-        let mut k = 0;
-        let n = values.len();
-        let mut q = 0;
-        while q < n {
-            let bits = (masks[q / 64] >> (q % 64)) as u8;
-            if bits == 0 {
-                // Nothing selected here.
-            } else if q + 8 <= n && k + 8 <= out.len() {
-                let v = _mm_loadl_epi64(window::<8>(values, q).cast());
-                let picked =
-                    _mm_shuffle_epi8(v, _mm_cvtsi64_si128(COMPRESS[usize::from(bits)] as i64));
-                _mm_storel_epi64(window_mut::<8>(out, k).cast(), picked);
-            } else {
-                let mut m = bits;
-                let mut j = k;
-                while m != 0 {
-                    out[j] = values[q + m.trailing_zeros() as usize];
-                    j += 1;
-                    m &= m - 1;
-                }
+    let mut k = 0;
+    let n = values.len();
+    let mut q = 0;
+    while q < n {
+        let bits = (masks[q / 64] >> (q % 64)) as u8;
+        if bits == 0 {
+            // Nothing selected here.
+        } else if q + 8 <= n && k + 8 <= out.len() {
+            // SAFETY: `window` checked that the 8 bytes `values[q..q + 8]` exist.
+            let v = unsafe { _mm_loadl_epi64(window::<8>(values, q).cast()) };
+            let picked = _mm_shuffle_epi8(v, _mm_cvtsi64_si128(COMPRESS[usize::from(bits)] as i64));
+            // SAFETY: `window_mut` checked that the 8 bytes `out[k..k + 8]` exist.
+            unsafe { _mm_storel_epi64(window_mut::<8>(out, k).cast(), picked) };
+        } else {
+            let mut m = bits;
+            let mut j = k;
+            while m != 0 {
+                out[j] = values[q + m.trailing_zeros() as usize];
+                j += 1;
+                m &= m - 1;
             }
-            k += bits.count_ones() as usize;
-            q += 8;
         }
-        k
+        k += bits.count_ones() as usize;
+        q += 8;
     }
+    k
 }
 
 /// [`Isa::level_codes`] on AVX2 when the level's symbols lie within 16 consecutive values
@@ -419,24 +415,21 @@ pub(super) unsafe fn lookup16(codes: &[u8], table: &[u8; 16], out: &mut [u8]) {
 #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
 #[inline]
 pub(super) unsafe fn rank_codes16(x: &[u8], level: &LevelCodes, out: &mut [u8]) {
-    // SAFETY: the caller runs on a CPU with AVX2, BMI1/2, LZCNT and POPCNT (the `Avx2` token proves
-    // it) and keeps this fn's `# Safety` contract, which keeps the pointer reads and writes below
-    // in bounds (the notes at each step say how).
-    unsafe {
-        let (n, symbols) = (x.len().min(out.len()), level.symbols);
-        let escape = _mm256_set1_epi8(symbols.len() as i8);
-        for (xs, o) in x[..n].chunks_exact(32).zip(out[..n].chunks_exact_mut(32)) {
-            let v = _mm256_loadu_si256(window::<32>(xs, 0).cast());
-            let mut code = escape;
-            for (s, &symbol) in symbols.iter().enumerate() {
-                let hit = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(symbol as i8));
-                code = _mm256_blendv_epi8(code, _mm256_set1_epi8(s as i8), hit);
-            }
-            _mm256_storeu_si256(window_mut::<32>(o, 0).cast(), code);
+    let (n, symbols) = (x.len().min(out.len()), level.symbols);
+    let escape = _mm256_set1_epi8(symbols.len() as i8);
+    for (xs, o) in x[..n].chunks_exact(32).zip(out[..n].chunks_exact_mut(32)) {
+        // SAFETY: `window` checked that `xs` has its 32 bytes.
+        let v = unsafe { _mm256_loadu_si256(window::<32>(xs, 0).cast()) };
+        let mut code = escape;
+        for (s, &symbol) in symbols.iter().enumerate() {
+            let hit = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(symbol as i8));
+            code = _mm256_blendv_epi8(code, _mm256_set1_epi8(s as i8), hit);
         }
-        let q = n / 32 * 32;
-        kernels::rank_codes(&x[q..n], level, &mut out[q..n]);
+        // SAFETY: `window_mut` checked that `o` has its 32 bytes.
+        unsafe { _mm256_storeu_si256(window_mut::<32>(o, 0).cast(), code) };
     }
+    let q = n / 32 * 32;
+    kernels::rank_codes(&x[q..n], level, &mut out[q..n]);
 }
 
 /// The shifts and masks that split 2-byte elements ([`Fields::split`]) in 16-bit lanes.
@@ -668,28 +661,24 @@ pub(super) unsafe fn split_pack16_steps<const N: usize>(
 #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
 #[inline]
 pub(super) unsafe fn escape_masks(codes: &[u8], escape: u8, masks: &mut [u64]) -> usize {
-    // SAFETY: the caller runs on a CPU with AVX2, BMI1/2, LZCNT and POPCNT (the `Avx2` token proves
-    // it) and keeps this fn's `# Safety` contract, which keeps the pointer reads and writes below
-    // in bounds (the notes at each step say how).
-    unsafe {
-        masks.fill(0);
-        let splat = _mm256_set1_epi8(escape as i8);
-        let mut total = 0;
-        for (q, chunk) in codes.chunks(32).enumerate() {
-            let bits = if chunk.len() == 32 {
-                let c = _mm256_loadu_si256(window::<32>(chunk, 0).cast());
-                _mm256_movemask_epi8(_mm256_cmpeq_epi8(c, splat)) as u32 as u64
-            } else {
-                chunk
-                    .iter()
-                    .enumerate()
-                    .fold(0u64, |m, (i, &c)| m | (u64::from(c == escape) << i))
-            };
-            masks[q / 2] |= bits << (32 * (q % 2));
-            total += bits.count_ones() as usize;
-        }
-        total
+    masks.fill(0);
+    let splat = _mm256_set1_epi8(escape as i8);
+    let mut total = 0;
+    for (q, chunk) in codes.chunks(32).enumerate() {
+        let bits = if chunk.len() == 32 {
+            // SAFETY: `window` checked that the chunk has its 32 bytes.
+            let c = unsafe { _mm256_loadu_si256(window::<32>(chunk, 0).cast()) };
+            _mm256_movemask_epi8(_mm256_cmpeq_epi8(c, splat)) as u32 as u64
+        } else {
+            chunk
+                .iter()
+                .enumerate()
+                .fold(0u64, |m, (i, &c)| m | (u64::from(c == escape) << i))
+        };
+        masks[q / 2] |= bits << (32 * (q % 2));
+        total += bits.count_ones() as usize;
     }
+    total
 }
 
 /// [`kernels::expand`] on bytes, 16 lanes per step: the two 8-bit halves of the mask pick
@@ -1870,14 +1859,12 @@ pub(super) unsafe fn h32_round256(acc: __m256i, w: __m256i) -> __m256i {
 #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
 #[inline]
 pub(super) unsafe fn h32_lanes(hash: Option<&H32>) -> [__m256i; 4] {
-    // SAFETY: the caller runs on a CPU with AVX2, BMI1/2, LZCNT and POPCNT (the `Avx2` token proves
-    // it) and keeps this fn's `# Safety` contract, which keeps the pointer reads and writes below
-    // in bounds (the notes at each step say how).
-    unsafe {
-        match hash {
-            Some(h) => [0, 8, 16, 24].map(|j| _mm256_loadu_si256(h.acc[j..j + 8].as_ptr().cast())),
-            None => [_mm256_setzero_si256(); 4],
-        }
+    match hash {
+        Some(h) => [0, 8, 16, 24].map(|j| {
+            // SAFETY: `h.acc[j..j + 8]` is 8 `u32`s, the 32 bytes read.
+            unsafe { _mm256_loadu_si256(h.acc[j..j + 8].as_ptr().cast()) }
+        }),
+        None => [_mm256_setzero_si256(); 4],
     }
 }
 
@@ -1889,16 +1876,12 @@ pub(super) unsafe fn h32_lanes(hash: Option<&H32>) -> [__m256i; 4] {
 #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
 #[inline]
 pub(super) unsafe fn h32_store(hash: Option<&mut H32>, acc: [__m256i; 4], bytes: usize) {
-    // SAFETY: the caller runs on a CPU with AVX2, BMI1/2, LZCNT and POPCNT (the `Avx2` token proves
-    // it) and keeps this fn's `# Safety` contract, which keeps the pointer reads and writes below
-    // in bounds (the notes at each step say how).
-    unsafe {
-        if let Some(h) = hash {
-            for (j, a) in [0, 8, 16, 24].into_iter().zip(acc) {
-                _mm256_storeu_si256(h.acc[j..j + 8].as_mut_ptr().cast(), a);
-            }
-            h.len += bytes;
+    if let Some(h) = hash {
+        for (j, a) in [0, 8, 16, 24].into_iter().zip(acc) {
+            // SAFETY: `h.acc[j..j + 8]` is 8 `u32`s, the 32 bytes written.
+            unsafe { _mm256_storeu_si256(h.acc[j..j + 8].as_mut_ptr().cast(), a) };
         }
+        h.len += bytes;
     }
 }
 
@@ -1951,18 +1934,18 @@ pub(super) unsafe fn exponent_stats_avx2<const B: usize>(
     stats: &mut FrameStats,
     hash: Option<&mut H32>,
 ) {
-    // SAFETY: the caller runs on a CPU with AVX2, BMI1/2, LZCNT and POPCNT (the `Avx2` token proves
-    // it) and keeps this fn's `# Safety` contract; no pointer is read or written here but through
-    // the callees' contracts.
-    unsafe {
-        let n = x.len().min(input.len() / B).min(kernels::CHUNK);
-        // Whole h32 blocks only from a block boundary (else the portable path hashes).
-        let blocks = if at_block(&hash) { n / 64 * 64 } else { 0 };
+    let n = x.len().min(input.len() / B).min(kernels::CHUNK);
+    // Whole h32 blocks only from a block boundary (else the portable path hashes).
+    let blocks = if at_block(&hash) { n / 64 * 64 } else { 0 };
+    // SAFETY: the CPU has AVX2, BMI1/2, LZCNT and POPCNT (this fn's contract), all that the
+    // two kernels ask; they take slices and check their own bounds.
+    let (or, hash) = unsafe {
         let (or, hash) =
             hash_exponents_avx2::<B>(fields, &input[..B * blocks], &mut x[..blocks], hash);
         count_exponents_avx2(&x[..blocks], first, stats);
-        stats_rest::<B>(fields, input, x, or, blocks, stats, hash);
-    }
+        (or, hash)
+    };
+    stats_rest::<B>(fields, input, x, or, blocks, stats, hash);
 }
 
 /// The exponents of the elements of `input` (whole blocks of 64) into `x`, by shift, mask

@@ -425,26 +425,22 @@ pub(super) unsafe fn fields32_wide(
     enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
 )]
 pub(super) unsafe fn compress512(masks: &[u64], values: &[u8], out: &mut [u8]) -> usize {
-    // SAFETY: the caller runs on a CPU with AVX-512 F/BW/VL/VBMI/VBMI2 besides AVX2, BMI1/2, LZCNT
-    // and POPCNT (the `Avx2` token with AVX-512 on proves it) and keeps this fn's `# Safety`
-    // contract, which keeps the pointer reads and writes below in bounds (the notes at each step
-    // say how).
-    unsafe {
-        let n = values.len();
-        let mut k = 0;
-        for q in (0..n).step_by(64) {
-            let bits = masks[q / 64];
-            if q + 64 <= n && k + 64 <= out.len() {
-                let v = _mm512_loadu_si512(window::<64>(values, q).cast());
-                let picked = _mm512_maskz_compress_epi8(bits, v);
-                _mm512_storeu_si512(window_mut::<64>(out, k).cast(), picked);
-                k += bits.count_ones() as usize;
-            } else {
-                k += kernels::compress(&[bits], &values[q..n.min(q + 64)], &mut out[k..]);
-            }
+    let n = values.len();
+    let mut k = 0;
+    for q in (0..n).step_by(64) {
+        let bits = masks[q / 64];
+        if q + 64 <= n && k + 64 <= out.len() {
+            // SAFETY: `window` checked that the 64 bytes `values[q..q + 64]` exist.
+            let v = unsafe { _mm512_loadu_si512(window::<64>(values, q).cast()) };
+            let picked = _mm512_maskz_compress_epi8(bits, v);
+            // SAFETY: `window_mut` checked that the 64 bytes `out[k..k + 64]` exist.
+            unsafe { _mm512_storeu_si512(window_mut::<64>(out, k).cast(), picked) };
+            k += bits.count_ones() as usize;
+        } else {
+            k += kernels::compress(&[bits], &values[q..n.min(q + 64)], &mut out[k..]);
         }
-        k
     }
+    k
 }
 
 /// [`kernels::expand`] on bytes, 64 lanes per step: `vpexpandb` merged into the old lanes
@@ -493,21 +489,16 @@ pub(super) unsafe fn expand512(masks: &[u64], values: &[u8], out: &mut [u8]) -> 
     enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,avx2,bmi1,bmi2,lzcnt,popcnt"
 )]
 pub(super) unsafe fn escape_masks512(codes: &[u8], escape: u8, masks: &mut [u64]) -> usize {
-    // SAFETY: the caller runs on a CPU with AVX-512 F/BW/VL/VBMI/VBMI2 besides AVX2, BMI1/2, LZCNT
-    // and POPCNT (the `Avx2` token with AVX-512 on proves it) and keeps this fn's `# Safety`
-    // contract, which keeps the pointer reads and writes below in bounds (the notes at each step
-    // say how).
-    unsafe {
-        let splat = _mm512_set1_epi8(escape as i8);
-        let full = codes.len() / 64;
-        let mut total = 0;
-        for (q, mask) in masks.iter_mut().enumerate().take(full) {
-            let c = _mm512_loadu_si512(window::<64>(codes, 64 * q).cast());
-            *mask = _mm512_cmpeq_epi8_mask(c, splat);
-            total += mask.count_ones() as usize;
-        }
-        total + kernels::escape_masks(&codes[64 * full..], escape, &mut masks[full..])
+    let splat = _mm512_set1_epi8(escape as i8);
+    let full = codes.len() / 64;
+    let mut total = 0;
+    for (q, mask) in masks.iter_mut().enumerate().take(full) {
+        // SAFETY: `window` checked that the 64 bytes `codes[64 * q..64 * q + 64]` exist.
+        let c = unsafe { _mm512_loadu_si512(window::<64>(codes, 64 * q).cast()) };
+        *mask = _mm512_cmpeq_epi8_mask(c, splat);
+        total += mask.count_ones() as usize;
     }
+    total + kernels::escape_masks(&codes[64 * full..], escape, &mut masks[full..])
 }
 
 /// [`Isa::level_codes`] in one pass per 64 exponents: the code table (256 bytes, four
