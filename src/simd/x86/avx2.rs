@@ -18,40 +18,37 @@ use super::*;
 #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
 #[inline]
 pub(super) unsafe fn unpack<L: Lane>(frame: &[u8], plane: &Plane, start: usize, out: &mut [L]) {
-    // SAFETY: the caller runs on a CPU with AVX2, BMI1/2, LZCNT and POPCNT (the `Avx2` token proves
-    // it) and keeps this fn's `# Safety` contract; no pointer is read or written here but through
-    // the callees' contracts.
-    unsafe {
-        let lane_bytes = (L::BITS / 8) as usize;
-        for_each_unpack_run(frame, plane, start, out, |words, dst, shifts, first| {
-            let run = dst.len() / lane_bytes;
-            let steps = words[..2 * run]
-                .chunks_exact(2 * STEP)
-                .zip(dst.chunks_exact_mut(lane_bytes * STEP));
-            for (w, d) in steps {
-                unpack_step::<L>(w, shifts, first, d);
+    let lane_bytes = (L::BITS / 8) as usize;
+    for_each_unpack_run(frame, plane, start, out, |words, dst, shifts, first| {
+        let run = dst.len() / lane_bytes;
+        let steps = words[..2 * run]
+            .chunks_exact(2 * STEP)
+            .zip(dst.chunks_exact_mut(lane_bytes * STEP));
+        for (w, d) in steps {
+            // SAFETY: this fn's contract gives the CPU features `unpack_step` asks.
+            unsafe { unpack_step::<L>(w, shifts, first, d) };
+        }
+        let q = run / STEP * STEP;
+        if q < run && words.len() >= 2 * (q + STEP) {
+            let mut scratch = [0u8; 4 * STEP];
+            let scratch = &mut scratch[..lane_bytes * STEP];
+            // SAFETY: this fn's contract gives the CPU features `unpack_step` asks.
+            unsafe { unpack_step::<L>(&words[2 * q..2 * q + 2 * STEP], shifts, true, scratch) };
+            for (d, s) in dst[lane_bytes * q..].iter_mut().zip(scratch.iter()) {
+                *d = if first { *s } else { *d | s };
             }
-            let q = run / STEP * STEP;
-            if q < run && words.len() >= 2 * (q + STEP) {
-                let mut scratch = [0u8; 4 * STEP];
-                let scratch = &mut scratch[..lane_bytes * STEP];
-                unpack_step::<L>(&words[2 * q..2 * q + 2 * STEP], shifts, true, scratch);
-                for (d, s) in dst[lane_bytes * q..].iter_mut().zip(scratch.iter()) {
-                    *d = if first { *s } else { *d | s };
-                }
-            } else {
-                let (take, place, mask) = shifts;
-                for q in q..run {
-                    let w = u32::from(u16::from_le_bytes([words[2 * q], words[2 * q + 1]]));
-                    let field = ((w >> take) & mask) << place;
-                    let lane = &mut dst[lane_bytes * q..lane_bytes * (q + 1)];
-                    for (b, f) in lane.iter_mut().zip(field.to_le_bytes()) {
-                        *b = if first { f } else { *b | f };
-                    }
+        } else {
+            let (take, place, mask) = shifts;
+            for q in q..run {
+                let w = u32::from(u16::from_le_bytes([words[2 * q], words[2 * q + 1]]));
+                let field = ((w >> take) & mask) << place;
+                let lane = &mut dst[lane_bytes * q..lane_bytes * (q + 1)];
+                for (b, f) in lane.iter_mut().zip(field.to_le_bytes()) {
+                    *b = if first { f } else { *b | f };
                 }
             }
-        })
-    }
+        }
+    })
 }
 
 /// One step of [`unpack`]: the fields at bit `take` of 16 words (`words`, 32 bytes), masked,
@@ -154,41 +151,38 @@ pub(super) unsafe fn pack_runs<L: Lane>(
     start: usize,
     values: &[L],
 ) {
-    // SAFETY: the caller runs on a CPU with AVX2, BMI1/2, LZCNT and POPCNT (the `Avx2` token proves
-    // it) and keeps this fn's `# Safety` contract; no pointer is read or written here but through
-    // the callees' contracts.
-    unsafe {
-        let lane_bytes = (L::BITS / 8) as usize;
-        for_each_run(frame, plane, start, values, |src, words, shifts| {
-            let run = src.len() / lane_bytes;
-            let steps = src
-                .chunks_exact(lane_bytes * STEP)
-                .zip(words[..2 * run].chunks_exact_mut(2 * STEP));
-            for (v, w) in steps {
-                pack_step::<L>(v, shifts, w);
+    let lane_bytes = (L::BITS / 8) as usize;
+    for_each_run(frame, plane, start, values, |src, words, shifts| {
+        let run = src.len() / lane_bytes;
+        let steps = src
+            .chunks_exact(lane_bytes * STEP)
+            .zip(words[..2 * run].chunks_exact_mut(2 * STEP));
+        for (v, w) in steps {
+            // SAFETY: this fn's contract gives the CPU features `pack_step` asks.
+            unsafe { pack_step::<L>(v, shifts, w) };
+        }
+        let q = run / STEP * STEP;
+        let (take, place, mask) = shifts;
+        // The scratch step ORs zeros into the words past the run: only where fields at
+        // bit 0 are there already (else it would store over them).
+        if q < run && place != 0 && words.len() >= 2 * (q + STEP) {
+            let mut scratch = [0u8; 4 * STEP];
+            let rest = &src[lane_bytes * q..];
+            scratch[..rest.len()].copy_from_slice(rest);
+            let v = &scratch[..lane_bytes * STEP];
+            // SAFETY: this fn's contract gives the CPU features `pack_step` asks.
+            unsafe { pack_step::<L>(v, shifts, &mut words[2 * q..2 * q + 2 * STEP]) };
+        } else {
+            for q in q..run {
+                let mut lane = [0u8; 4];
+                lane[..lane_bytes].copy_from_slice(&src[lane_bytes * q..lane_bytes * (q + 1)]);
+                let field = ((u32::from_le_bytes(lane) >> take) & mask) << place;
+                let old = u16::from_le_bytes([words[2 * q], words[2 * q + 1]]);
+                let w = if place == 0 { 0 } else { old } | field as u16;
+                words[2 * q..2 * q + 2].copy_from_slice(&w.to_le_bytes());
             }
-            let q = run / STEP * STEP;
-            let (take, place, mask) = shifts;
-            // The scratch step ORs zeros into the words past the run: only where fields at
-            // bit 0 are there already (else it would store over them).
-            if q < run && place != 0 && words.len() >= 2 * (q + STEP) {
-                let mut scratch = [0u8; 4 * STEP];
-                let rest = &src[lane_bytes * q..];
-                scratch[..rest.len()].copy_from_slice(rest);
-                let v = &scratch[..lane_bytes * STEP];
-                pack_step::<L>(v, shifts, &mut words[2 * q..2 * q + 2 * STEP]);
-            } else {
-                for q in q..run {
-                    let mut lane = [0u8; 4];
-                    lane[..lane_bytes].copy_from_slice(&src[lane_bytes * q..lane_bytes * (q + 1)]);
-                    let field = ((u32::from_le_bytes(lane) >> take) & mask) << place;
-                    let old = u16::from_le_bytes([words[2 * q], words[2 * q + 1]]);
-                    let w = if place == 0 { 0 } else { old } | field as u16;
-                    words[2 * q..2 * q + 2].copy_from_slice(&w.to_le_bytes());
-                }
-            }
-        })
-    }
+        }
+    })
 }
 
 /// One step of [`pack`]: the fields at bit `take` of 16 values (`values`), masked, shifted

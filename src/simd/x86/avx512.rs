@@ -32,26 +32,23 @@ pub(super) fn for_each_step32(run: usize, mut step: impl FnMut(usize, u32)) {
 )]
 #[inline]
 pub(super) unsafe fn unpack512<L: Lane>(frame: &[u8], plane: &Plane, start: usize, out: &mut [L]) {
-    // SAFETY: the caller runs on a CPU with AVX-512 F/BW/VL/VBMI/VBMI2 besides AVX2, BMI1/2, LZCNT
-    // and POPCNT (the `Avx2` token with AVX-512 on proves it) and keeps this fn's `# Safety`
-    // contract, which keeps the pointer reads and writes below in bounds (the notes at each step
-    // say how).
-    unsafe {
-        let lane_bytes = (L::BITS / 8) as usize;
-        for_each_unpack_run(frame, plane, start, out, |words, dst, shifts, first| {
-            let run = dst.len() / lane_bytes;
-            let words = &words[..2 * run];
-            for_each_step32(run, |q, live| {
-                // SAFETY: the step reads the words and writes the lanes `q..run` that `live`
-                // covers, inside `words` and `dst`.
+    let lane_bytes = (L::BITS / 8) as usize;
+    for_each_unpack_run(frame, plane, start, out, |words, dst, shifts, first| {
+        let run = dst.len() / lane_bytes;
+        let words = &words[..2 * run];
+        for_each_step32(run, |q, live| {
+            // SAFETY: the step reads the words and writes the lanes `q..run` that `live`
+            // covers, inside `words` and `dst`; the CPU has the features `unpack_step512`
+            // asks (this fn's contract).
+            unsafe {
                 let (w, d) = (
                     words.as_ptr().add(2 * q),
                     dst.as_mut_ptr().add(lane_bytes * q),
                 );
                 unpack_step512::<L>(w, shifts, first, d, live);
-            })
+            }
         })
-    }
+    })
 }
 
 /// [`unpack_step`] for the 32 words at `words` and lanes at `dst` that `live` selects (the
@@ -140,26 +137,23 @@ pub(super) unsafe fn unpack_step512<L: Lane>(
 )]
 #[inline]
 pub(super) unsafe fn pack512<L: Lane>(frame: &mut [u8], plane: &Plane, start: usize, values: &[L]) {
-    // SAFETY: the caller runs on a CPU with AVX-512 F/BW/VL/VBMI/VBMI2 besides AVX2, BMI1/2, LZCNT
-    // and POPCNT (the `Avx2` token with AVX-512 on proves it) and keeps this fn's `# Safety`
-    // contract, which keeps the pointer reads and writes below in bounds (the notes at each step
-    // say how).
-    unsafe {
-        let lane_bytes = (L::BITS / 8) as usize;
-        for_each_run(frame, plane, start, values, |src, words, shifts| {
-            let run = src.len() / lane_bytes;
-            let words = &mut words[..2 * run];
-            for_each_step32(run, |q, live| {
-                // SAFETY: the step reads the values and words `q..run` that `live` covers,
-                // inside `src` and `words`.
+    let lane_bytes = (L::BITS / 8) as usize;
+    for_each_run(frame, plane, start, values, |src, words, shifts| {
+        let run = src.len() / lane_bytes;
+        let words = &mut words[..2 * run];
+        for_each_step32(run, |q, live| {
+            // SAFETY: the step reads the values and words `q..run` that `live` covers,
+            // inside `src` and `words`; the CPU has the features `pack_step512` asks (this
+            // fn's contract).
+            unsafe {
                 let (v, w) = (
                     src.as_ptr().add(lane_bytes * q),
                     words.as_mut_ptr().add(2 * q),
                 );
                 pack_step512::<L>(v, shifts, w, live);
-            })
+            }
         })
-    }
+    })
 }
 
 /// [`pack_step`] for the 32 values at `values` and words at `words` that `live` selects

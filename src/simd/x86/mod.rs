@@ -8,9 +8,10 @@
 //! - [`words`]: where a chunk's planes lie in the frame, for the one-pass decoder steps.
 
 // Every kernel is an `unsafe fn` whose `# Safety` section names the CPU features it needs and
-// the ranges its pointer steps touch; its body is one `unsafe` block whose SAFETY note ties
-// the two to the caller, and the notes at each pointer step give the bound that keeps it in
-// range.
+// the ranges its pointer steps touch. Value intrinsics are safe under the kernel's
+// `target_feature`; pointer loads and stores and calls of other kernels sit in `unsafe` blocks:
+// one around the step itself where the slices give the bound, else one over the body whose
+// SAFETY note ties the contract to the caller, with a note at each pointer step for its bound.
 mod avx2;
 mod avx512;
 mod words;
