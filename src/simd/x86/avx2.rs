@@ -1426,34 +1426,33 @@ pub(super) unsafe fn ranked_chunk_avx2<const B: usize, L: Lane>(
     out: &mut [u8],
     mut hash: Option<&mut H32>,
 ) -> Option<usize> {
-    // SAFETY: the caller runs on a CPU with AVX2, BMI1/2, LZCNT and POPCNT (the `Avx2` token proves
-    // it) and keeps this fn's `# Safety` contract, which keeps the pointer reads and writes below
-    // in bounds (the notes at each step say how).
-    unsafe {
-        let n = (out.len() / B).min(kernels::CHUNK);
-        let blocks = n / 64 * 64;
-        let steps = |start: usize, deeper: Escapes<'_>, out: &mut [u8], hash: Option<&mut H32>| {
-            ranked_chunk_steps::<B, L, Avx2>(
-                isa, fields, frame, plane, residual, start, table, escape, deeper, out, hash,
-            )
-        };
-        // 32 readable queue bytes past every exponent a step can start at (`k <= deeper.count`
-        // before each step).
-        let words = one_pass_words(frame, plane, residual, start, blocks, &deeper, &hash, 32);
-        let Some(words) = words else {
-            return steps(start, deeper, out, hash);
-        };
-        let source = RankedCodes {
-            lut: _mm256_broadcastsi128_si256(_mm_loadu_si128(table.as_ptr().cast())),
-            escapes: _mm256_set1_epi8(escape as i8),
-            queue: deeper.values.as_ptr(),
-            count: deeper.count,
-        };
-        let (lens, h) = ((plane.len, residual.len), hash.as_deref_mut());
-        let k = one_pass_avx2::<B, _>(fields, frame, words, lens, blocks, out, h, source)?;
-        let rest = |rest, out: &mut [u8]| steps(start + blocks, rest, out, hash);
-        rest_steps(k, deeper, &mut out[B * blocks..B * n], rest)
-    }
+    let n = (out.len() / B).min(kernels::CHUNK);
+    let blocks = n / 64 * 64;
+    let steps = |start: usize, deeper: Escapes<'_>, out: &mut [u8], hash: Option<&mut H32>| {
+        ranked_chunk_steps::<B, L, Avx2>(
+            isa, fields, frame, plane, residual, start, table, escape, deeper, out, hash,
+        )
+    };
+    // 32 readable queue bytes past every exponent a step can start at (`k <= deeper.count`
+    // before each step).
+    let words = one_pass_words(frame, plane, residual, start, blocks, &deeper, &hash, 32);
+    let Some(words) = words else {
+        return steps(start, deeper, out, hash);
+    };
+    let source = RankedCodes {
+        // SAFETY: `table` has `MAX_SYMBOLS` (256) bytes, 16 are read.
+        lut: _mm256_broadcastsi128_si256(unsafe { _mm_loadu_si128(table.as_ptr().cast()) }),
+        escapes: _mm256_set1_epi8(escape as i8),
+        queue: deeper.values.as_ptr(),
+        count: deeper.count,
+    };
+    let (lens, h) = ((plane.len, residual.len), hash.as_deref_mut());
+    // SAFETY: the CPU has AVX2, BMI1/2, LZCNT and POPCNT (this fn's contract); `one_pass_words`
+    // checked the planes' words for the `blocks` elements, 32 readable queue bytes past every
+    // step's `k` and the hash at a block boundary; `out` holds `B * n >= B * blocks` bytes.
+    let k = unsafe { one_pass_avx2::<B, _>(fields, frame, words, lens, blocks, out, h, source) }?;
+    let rest = |rest, out: &mut [u8]| steps(start + blocks, rest, out, hash);
+    rest_steps(k, deeper, &mut out[B * blocks..B * n], rest)
 }
 
 /// The one-pass steps of a chunk's first `blocks` elements (a multiple of 64) from the words
@@ -1463,10 +1462,10 @@ pub(super) unsafe fn ranked_chunk_avx2<const B: usize, L: Lane>(
 ///
 /// # Safety
 ///
-/// The CPU has AVX2, BMI1/2, LZCNT and POPCNT (the `Avx2` token proves it). As [`one_pass_words`]
-/// checked: the planes' words for the blocks in the frame, the
-/// output in bounds, 32 readable queue bytes past each `k` up to the queue's count; the hash
-/// (if any) at a block boundary.
+/// The CPU has AVX2, BMI1/2, LZCNT and POPCNT (the `Avx2` token proves it). As
+/// [`one_pass_words`] checked: the planes' words for the blocks in the frame, the output in
+/// bounds, 32 readable queue bytes past each `k` up to the queue's count; the hash (if any) at
+/// a block boundary.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn one_pass_avx2<const B: usize, S: Resolve32>(
@@ -1544,36 +1543,35 @@ pub(super) unsafe fn groups_chunk_avx2<const B: usize, L: Lane>(
     out: &mut [u8],
     hash: Option<&mut H32>,
 ) -> Option<usize> {
-    // SAFETY: the caller runs on a CPU with AVX2, BMI1/2, LZCNT and POPCNT (the `Avx2` token proves
-    // it) and keeps this fn's `# Safety` contract; no pointer is read or written here but through
-    // the callees' contracts.
-    unsafe {
-        let n = (out.len() / B).min(kernels::CHUNK).min(64 * flags.len());
-        let blocks = n / 64 * 64;
-        let steps = |start: usize, highs: Escapes<'_>, flags: &[u64], out: &mut [u8]| {
-            groups_chunk_steps::<B, L, Avx2>(
-                isa, fields, frame, low, residual, start, params, flags, highs, out,
-            )
-        };
-        let words = one_pass_words(frame, low, residual, start, blocks, &highs, &hash, 32);
-        let Some(words) = words else {
-            return steps(start, highs, flags, out);
-        };
-        let inverse = GroupsBytes::new(params.base.into(), params.width.into(), fields.e);
-        let source = GroupsCodes {
-            flags: &flags[..blocks / 64],
-            low: _mm_cvtsi32_si128(params.low.into()),
-            half: _mm256_set1_epi8(inverse.half as i8),
-            base_half: _mm256_set1_epi8(inverse.base_half as i8),
-            exponent_mask: _mm256_set1_epi8(inverse.mask as i8),
-            queue: highs.values.as_ptr(),
-            count: highs.count,
-        };
-        let lens = (low.len, residual.len);
-        let k = one_pass_avx2::<B, _>(fields, frame, words, lens, blocks, out, hash, source)?;
-        let rest = |rest, out: &mut [u8]| steps(start + blocks, rest, &flags[blocks / 64..], out);
-        rest_steps(k, highs, &mut out[B * blocks..B * n], rest)
-    }
+    let n = (out.len() / B).min(kernels::CHUNK).min(64 * flags.len());
+    let blocks = n / 64 * 64;
+    let steps = |start: usize, highs: Escapes<'_>, flags: &[u64], out: &mut [u8]| {
+        groups_chunk_steps::<B, L, Avx2>(
+            isa, fields, frame, low, residual, start, params, flags, highs, out,
+        )
+    };
+    let words = one_pass_words(frame, low, residual, start, blocks, &highs, &hash, 32);
+    let Some(words) = words else {
+        return steps(start, highs, flags, out);
+    };
+    let inverse = GroupsBytes::new(params.base.into(), params.width.into(), fields.e);
+    let source = GroupsCodes {
+        flags: &flags[..blocks / 64],
+        low: _mm_cvtsi32_si128(params.low.into()),
+        half: _mm256_set1_epi8(inverse.half as i8),
+        base_half: _mm256_set1_epi8(inverse.base_half as i8),
+        exponent_mask: _mm256_set1_epi8(inverse.mask as i8),
+        queue: highs.values.as_ptr(),
+        count: highs.count,
+    };
+    let lens = (low.len, residual.len);
+    // SAFETY: the CPU has AVX2, BMI1/2, LZCNT and POPCNT (this fn's contract); `one_pass_words`
+    // checked the planes' words for the `blocks` elements, 32 readable queue bytes past every
+    // step's `k` and the hash at a block boundary; `out` holds `B * n >= B * blocks` bytes.
+    let k =
+        unsafe { one_pass_avx2::<B, _>(fields, frame, words, lens, blocks, out, hash, source) }?;
+    let rest = |rest, out: &mut [u8]| steps(start + blocks, rest, &flags[blocks / 64..], out);
+    rest_steps(k, highs, &mut out[B * blocks..B * n], rest)
 }
 
 /// [`Isa::level_chunk`] on AVX2: planes of one or two sub-planes by [`level_rows_avx2`];
