@@ -28,9 +28,10 @@
 //! # Ok::<(), enec::Error>(())
 //! ```
 #![no_std]
-#![deny(unsafe_op_in_unsafe_fn)] // but in the two x86 kernel files, see `simd/x86/mod.rs`
+#![deny(unsafe_op_in_unsafe_fn)]
 #![deny(unsafe_code)] // allowed in `frame::dispatch` and `simd` only: the run-time chosen AVX2 kernels
 #![warn(missing_docs)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 #[cfg(feature = "alloc")]
 extern crate alloc;

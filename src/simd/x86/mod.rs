@@ -7,12 +7,12 @@
 //!   (F/BW/VL/VBMI/VBMI2/BITALG with GFNI).
 //! - [`words`]: where a chunk's planes lie in the frame, for the one-pass decoder steps.
 
-// The kernels' `unsafe fn` bodies are still one unsafe context each (the crate denies
-// `unsafe_op_in_unsafe_fn` everywhere else): their SAFETY notes sit at each pointer step, and
-// giving each of those steps its own block is the remaining work on these two files.
-#[allow(unsafe_op_in_unsafe_fn)]
+// Every kernel is an `unsafe fn` whose `# Safety` section names the CPU features it needs and
+// the ranges its pointer steps touch. Value intrinsics are safe under the kernel's
+// `target_feature`; pointer loads and stores and calls of other kernels sit in `unsafe` blocks:
+// one around the step itself where the slices give the bound, else one over the body whose
+// SAFETY note ties the contract to the caller, with a note at each pointer step for its bound.
 mod avx2;
-#[allow(unsafe_op_in_unsafe_fn)]
 mod avx512;
 mod words;
 
@@ -74,6 +74,7 @@ impl Isa for Avx2 {
             // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
             unsafe { unpack512(frame, plane, start, out) }
         } else {
+            // SAFETY: an `Avx2` exists only where `detect` found AVX2, BMI1/2, LZCNT, POPCNT.
             unsafe { unpack(frame, plane, start, out) }
         }
     }
@@ -84,6 +85,7 @@ impl Isa for Avx2 {
             // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
             unsafe { pack512(frame, plane, start, values) }
         } else {
+            // SAFETY: an `Avx2` exists only where `detect` found AVX2, BMI1/2, LZCNT, POPCNT.
             unsafe { pack(frame, plane, start, values) }
         }
     }
@@ -94,6 +96,7 @@ impl Isa for Avx2 {
             // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
             unsafe { compress512(masks, values, out) }
         } else {
+            // SAFETY: an `Avx2` exists only where `detect` found AVX2, BMI1/2, LZCNT, POPCNT.
             unsafe { compress(masks, values, out) }
         }
     }
@@ -125,6 +128,7 @@ impl Isa for Avx2 {
             Some(first) if self.avx512 && (B == 2 || B == 4) => unsafe {
                 exponent_stats512::<B>(fields, input, x, first, stats, hash)
             },
+            // SAFETY: an `Avx2` exists only where `detect` found AVX2, BMI1/2, LZCNT, POPCNT.
             Some(first) if B == 2 || B == 4 => unsafe {
                 exponent_stats_avx2::<B>(fields, input, x, first, stats, hash)
             },
@@ -135,6 +139,7 @@ impl Isa for Avx2 {
     #[inline(always)]
     fn rank_codes(self, x: &[u8], level: &LevelCodes, out: &mut [u8]) {
         if level.symbols.len() <= 16 {
+            // SAFETY: an `Avx2` exists only where `detect` found AVX2, BMI1/2, LZCNT, POPCNT.
             unsafe { rank_codes16(x, level, out) }
         } else {
             kernels::rank_codes(x, level, out)
@@ -153,6 +158,7 @@ impl Isa for Avx2 {
             // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
             unsafe { level_codes512(x, level, codes, escaped) }
         } else {
+            // SAFETY: an `Avx2` exists only where `detect` found AVX2, BMI1/2, LZCNT, POPCNT.
             unsafe { level_codes_avx2(self, x, level, codes, escaped) }
         }
     }
@@ -169,6 +175,7 @@ impl Isa for Avx2 {
             // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
             unsafe { split16_512(fields, input, x, bytemuck::cast_slice_mut(r)) }
         } else if B == 2 && L::BITS == 16 {
+            // SAFETY: an `Avx2` exists only where `detect` found AVX2, BMI1/2, LZCNT, POPCNT.
             unsafe { split16(fields, input, x, bytemuck::cast_slice_mut(r)) }
         } else {
             kernels::split_load::<B, L>(fields, input, x, r)
@@ -189,6 +196,7 @@ impl Isa for Avx2 {
         // (With AVX-512 too: this fused step beats `split16_512` then `pack512`.)
         if B == 2 && L::BITS == 16 {
             let r = bytemuck::cast_slice_mut(r);
+            // SAFETY: an `Avx2` exists only where `detect` found AVX2, BMI1/2, LZCNT, POPCNT.
             unsafe { split_pack16(self, fields, input, x, r, frame, plane, start) }
         } else {
             split_pack_steps::<B, L, Self>(self, fields, input, x, r, frame, plane, start)
@@ -205,6 +213,7 @@ impl Isa for Avx2 {
                 // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
                 unsafe { lookup16_512(codes, &small, out) }
             } else {
+                // SAFETY: an `Avx2` exists only where `detect` found AVX2, BMI1/2, LZCNT, POPCNT.
                 unsafe { lookup16(codes, &small, out) }
             }
         } else {
@@ -218,6 +227,7 @@ impl Isa for Avx2 {
             // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
             unsafe { escape_masks512(codes, escape, masks) }
         } else {
+            // SAFETY: an `Avx2` exists only where `detect` found AVX2, BMI1/2, LZCNT, POPCNT.
             unsafe { escape_masks(codes, escape, masks) }
         }
     }
@@ -228,6 +238,7 @@ impl Isa for Avx2 {
             // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
             unsafe { expand512(masks, values, out) }
         } else {
+            // SAFETY: an `Avx2` exists only where `detect` found AVX2, BMI1/2, LZCNT, POPCNT.
             unsafe { expand(masks, values, out) }
         }
     }
@@ -251,6 +262,7 @@ impl Isa for Avx2 {
                 // Codes at or past `symbols` read zero, as in the portable version.
                 let mut small = [0u8; 16];
                 small[..symbols].copy_from_slice(&table[..symbols]);
+                // SAFETY: an `Avx2` exists only where `detect` found AVX2, BMI1/2, LZCNT, POPCNT.
                 unsafe {
                     resolve_store::<B, L>(
                         fields, frame, residual, start, codes, &small, masks, deeper, out,
@@ -316,6 +328,7 @@ impl Isa for Avx2 {
             },
             // Through the cache even when `streaming` asks otherwise: without AVX-512 the
             // non-temporal stores gain nothing on one thread and lose on two.
+            // SAFETY: an `Avx2` exists only where `detect` found AVX2, BMI1/2, LZCNT, POPCNT.
             (2, 16) | (4, 32) if escape < 16 => unsafe {
                 ranked_chunk_avx2::<B, L>(
                     self, fields, frame, plane, residual, start, table, escape, deeper, out, hash,
@@ -342,6 +355,7 @@ impl Isa for Avx2 {
             // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
             unsafe { level_chunk512(self, frame, plane, start, table, escape, deeper, out) }
         } else if escape < 16 {
+            // SAFETY: an `Avx2` exists only where `detect` found AVX2, BMI1/2, LZCNT, POPCNT.
             unsafe { level_chunk_avx2(self, frame, plane, start, table, escape, deeper, out) }
         } else {
             level_chunk_steps(self, frame, plane, start, table, escape, deeper, out)
@@ -371,6 +385,7 @@ impl Isa for Avx2 {
                     streaming,
                 )
             },
+            // SAFETY: an `Avx2` exists only where `detect` found AVX2, BMI1/2, LZCNT, POPCNT.
             (2, 16) | (4, 32) => unsafe {
                 groups_chunk_avx2::<B, L>(
                     self, fields, frame, low, residual, start, params, flags, highs, out, hash,
@@ -391,6 +406,7 @@ impl Isa for Avx2 {
         out: &mut [u8],
     ) {
         match (B, L::BITS) {
+            // SAFETY: an `Avx2` exists only where `detect` found AVX2, BMI1/2, LZCNT, POPCNT.
             (2, 16) | (4, 32) => unsafe { merge::<B, L>(fields, x, r, out) },
             _ => kernels::merge_store::<B, L>(fields, x, r, out),
         }
