@@ -50,22 +50,7 @@ pub fn message(name: &str, container: &Container<'_>, error: ContainerError) -> 
         _ => INDEX_HEADER,
     };
     match container.entries().nth(number as usize) {
-        Some((_, e)) if number != INDEX_HEADER => format!("{name}: {}: {error}", describe(&e)),
+        Some((_, e)) if number != INDEX_HEADER => format!("{name}: {}: {error}", e.describe()),
         _ => format!("{name}: {error}"),
-    }
-}
-
-/// How messages name an entry: `tensor "name"`, the file header, or a byte range.
-pub fn describe(entry: &Entry<'_>) -> String {
-    if entry.is_tensor() {
-        format!("tensor \"{}\"", entry.name)
-    } else if entry.original_offset == 0 {
-        format!("the file header (bytes 0..{})", entry.original_len)
-    } else {
-        format!(
-            "the bytes {}..{} of the original",
-            entry.original_offset,
-            entry.original_offset + entry.original_len
-        )
     }
 }

@@ -43,7 +43,7 @@
 //! # Ok::<(), enec::container::ContainerError>(())
 //! ```
 //!
-//! About 780 lines of code and 350 of unit tests (hostile indexes, flips, truncation), kept
+//! About 800 lines of code and 350 of unit tests (hostile indexes, flips, truncation), kept
 //! together because the tests reach the private parsers.
 
 use core::fmt;
@@ -53,6 +53,11 @@ use serde::{Deserialize, Serialize};
 use crate::checksum::h32;
 use crate::error::Error;
 use crate::format::{Dtype, STREAM_HEADER_BYTES};
+
+#[cfg(feature = "std")]
+mod writer;
+#[cfg(feature = "std")]
+pub use writer::{PieceMeta, Writer};
 
 /// `ENCP`: the first four and the last four bytes of a container.
 pub const MAGIC: [u8; 4] = *b"ENCP";
@@ -276,6 +281,26 @@ impl<'a> Entry<'a> {
     /// Whether this piece is a tensor of the original file (it has a name).
     pub fn is_tensor(&self) -> bool {
         !self.name.is_empty()
+    }
+
+    /// How messages name this piece: `tensor "name"`, the file header, or a byte range of the
+    /// original.
+    pub fn describe(&self) -> impl fmt::Display + '_ {
+        struct Described<'e, 'a>(&'e Entry<'a>);
+        impl fmt::Display for Described<'_, '_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                let e = self.0;
+                if e.is_tensor() {
+                    write!(f, "tensor \"{}\"", e.name)
+                } else if e.original_offset == 0 {
+                    write!(f, "the file header (bytes 0..{})", e.original_len)
+                } else {
+                    let end = e.original_offset.saturating_add(e.original_len);
+                    write!(f, "the bytes {}..{end} of the original", e.original_offset)
+                }
+            }
+        }
+        Described(self)
     }
 
     /// The most bytes [`Entry::encode`] writes for this entry.
