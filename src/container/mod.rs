@@ -12,26 +12,24 @@
 //! (postcard), then the fixed-size footer that says where the index is and holds its checksum.
 //! A reader reads the footer (the last 32 bytes), then the index, then only the payloads it wants.
 //!
-//! Everything here is `no_std` and allocation-free: the index is parsed in place (names and
+//! Reading is `no_std` and allocation-free (the [`Writer`] needs the `std` feature): the index is parsed in place (names and
 //! dtypes are borrowed from the index bytes), entries are read one at a time, and every length
 //! and offset is checked before use.
 //!
 //! ```
-//! use enec::container::{Container, Entry, Footer, PieceKind, HEADER_BYTES};
+//! use enec::container::{Container, PieceKind, PieceMeta, Writer};
 //!
-//! // Write a container holding one raw piece (a real writer would stream this to a file).
+//! // Write a container holding one raw piece (a real writer streams it to a file).
 //! let data = b"hello, checkpoint";
-//! let entry = Entry::raw("", "", &[], 0, data.len() as u64, HEADER_BYTES as u64, data);
-//! let mut file = enec::container::header_bytes().to_vec();
-//! file.extend_from_slice(data);
-//! file.resize(enec::container::pad32(file.len() as u64) as usize, 0);
-//! let index_offset = file.len() as u64;
-//! let mut index = [0u8; 256];
-//! let mut n = enec::container::encode_index_header(data.len() as u64, 1, &mut index)?;
-//! n += entry.encode(&mut index[n..])?;
-//! file.extend_from_slice(&index[..n]);
-//! file.resize(enec::container::pad32(file.len() as u64) as usize, 0);
-//! file.extend_from_slice(&Footer::new(index_offset, &index[..n]).to_bytes());
+//! let mut file = Vec::new();
+//! let mut writer = Writer::new(&mut file)?;
+//! writer.begin()?;
+//! writer.payload(data)?;
+//! let checksum = enec::wrapped::piece_checksum(data);
+//! let original_len = data.len() as u64;
+//! let (name, dtype) = ("", "");
+//! writer.end(PieceMeta { kind: PieceKind::Raw, name, dtype, shape: &[], original_len, checksum })?;
+//! writer.finish()?;
 //!
 //! // Read it back.
 //! let container = Container::parse(&file)?;
@@ -40,7 +38,7 @@
 //! let mut out = [0u8; 17];
 //! container.decode_entry(i, &entry, &mut out)?;
 //! assert_eq!(&out, data);
-//! # Ok::<(), enec::container::ContainerError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! About 800 lines of code and 350 of unit tests (hostile indexes, flips, truncation), kept
@@ -361,6 +359,8 @@ impl<'a> Entry<'a> {
 }
 
 /// Serializes the index header (FORMAT.md 9.4) into `out`; returns the bytes written (at most 20).
+// Public for fuzz/make_seeds.rs, which builds containers the writer never makes.
+#[doc(hidden)]
 pub fn encode_index_header(original_len: u64, entry_count: u64, out: &mut [u8]) -> Result<usize> {
     let wire = WireIndexHeader {
         original_len,
@@ -374,6 +374,8 @@ pub fn encode_index_header(original_len: u64, entry_count: u64, out: &mut [u8]) 
 }
 
 /// The 32 bytes of the container header (FORMAT.md 9.2).
+// Public for fuzz/make_seeds.rs, which builds containers the writer never makes.
+#[doc(hidden)]
 pub fn header_bytes() -> [u8; HEADER_BYTES] {
     let mut b = [0u8; HEADER_BYTES];
     b[0..4].copy_from_slice(&MAGIC);
