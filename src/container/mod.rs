@@ -120,6 +120,20 @@ pub enum ContainerError {
 /// Index entry number used in [`ContainerError::CorruptIndex`] for the index header itself.
 pub const INDEX_HEADER: u64 = u64::MAX;
 
+impl ContainerError {
+    /// The number of the index entry the error lies in, if it lies in one (not the index
+    /// header): what a message uses to name the piece ([`Entry::describe`]).
+    pub fn entry(&self) -> Option<u64> {
+        match *self {
+            ContainerError::CorruptIndex { entry, .. }
+            | ContainerError::UnsupportedPieceKind { entry, .. }
+            | ContainerError::RawChecksumMismatch { entry }
+            | ContainerError::Stream { entry, .. } => Some(entry).filter(|&e| e != INDEX_HEADER),
+            _ => None,
+        }
+    }
+}
+
 impl fmt::Display for ContainerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
@@ -281,6 +295,18 @@ impl<'a> Entry<'a> {
         !self.name.is_empty()
     }
 
+    /// The start of `out` that receives this piece (entry `number`) restored: its
+    /// `original_len` bytes, or an error naming why they do not fit.
+    pub(crate) fn original_in<'o>(&self, number: u64, out: &'o mut [u8]) -> Result<&'o mut [u8]> {
+        let len = usize::try_from(self.original_len).map_err(|_| ContainerError::Stream {
+            entry: number,
+            error: Error::TooLarge,
+        })?;
+        out.get_mut(..len).ok_or(ContainerError::OutputTooSmall {
+            needed: self.original_len,
+        })
+    }
+
     /// How messages name this piece: `tensor "name"`, the file header, or a byte range of the
     /// original.
     pub fn describe(&self) -> impl fmt::Display + '_ {
@@ -359,9 +385,12 @@ impl<'a> Entry<'a> {
 }
 
 /// Serializes the index header (FORMAT.md 9.4) into `out`; returns the bytes written (at most 20).
-// Public for fuzz/make_seeds.rs, which builds containers the writer never makes.
-#[doc(hidden)]
-pub fn encode_index_header(original_len: u64, entry_count: u64, out: &mut [u8]) -> Result<usize> {
+#[cfg(any(feature = "std", test))] // the writer's, and the tests'
+pub(crate) fn encode_index_header(
+    original_len: u64,
+    entry_count: u64,
+    out: &mut [u8],
+) -> Result<usize> {
     let wire = WireIndexHeader {
         original_len,
         entry_count,
@@ -374,9 +403,8 @@ pub fn encode_index_header(original_len: u64, entry_count: u64, out: &mut [u8]) 
 }
 
 /// The 32 bytes of the container header (FORMAT.md 9.2).
-// Public for fuzz/make_seeds.rs, which builds containers the writer never makes.
-#[doc(hidden)]
-pub fn header_bytes() -> [u8; HEADER_BYTES] {
+#[cfg(any(feature = "std", test))] // the writer's, and the tests'
+pub(crate) fn header_bytes() -> [u8; HEADER_BYTES] {
     let mut b = [0u8; HEADER_BYTES];
     b[0..4].copy_from_slice(&MAGIC);
     b[4] = VERSION_MAJOR;
@@ -753,13 +781,8 @@ pub fn decode_payload(
             available: payload.len() as u64,
         });
     }
-    let len = usize::try_from(entry.original_len).map_err(|_| ContainerError::Stream {
-        entry: number,
-        error: Error::TooLarge,
-    })?;
-    let out = out.get_mut(..len).ok_or(ContainerError::OutputTooSmall {
-        needed: entry.original_len,
-    })?;
+    let out = entry.original_in(number, out)?;
+    let len = out.len();
     let stream_error = |error| ContainerError::Stream {
         entry: number,
         error,

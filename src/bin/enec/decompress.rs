@@ -139,13 +139,8 @@ impl From<enec::Error> for Failure {
 
 /// A decoding error in words, naming the tensor (or piece) and, in a stream, the frame.
 fn explain(name: &str, kind: &Kind<'_>, error: ContainerError) -> CliError {
-    let entry = match (kind, error) {
-        (
-            Kind::Container(c),
-            ContainerError::Stream { entry, .. }
-            | ContainerError::RawChecksumMismatch { entry }
-            | ContainerError::CorruptIndex { entry, .. },
-        ) => c.entries().nth(entry.try_into().unwrap_or(usize::MAX)),
+    let entry = match (kind, error.entry()) {
+        (Kind::Container(c), Some(n)) => c.entries().nth(n.try_into().unwrap_or(usize::MAX)),
         _ => None,
     };
     let what = match (kind, &entry) {
