@@ -10,9 +10,8 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use enec::frame::{
-    decode_frame_with, encode_frame_before, frames_and_rest, max_frame_bytes, Stores,
-};
+use enec::frame::{decode_frame_with, max_frame_bytes, Stores};
+use enec::wrapped::FrameEncoder;
 use enec::{encode, frames, max_encoded_size, Dtype, EncodeOptions, FrameInfo};
 
 /// One kind of work: `(thread, threads, that thread's output buffer)`.
@@ -66,18 +65,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     let encode_frames = |input: &[u8], out: &mut [u8]| {
+        let encoder = FrameEncoder::new(&options, input).expect("options that encoded above");
         let mut at = 0;
-        // As `encode` does: fetch the next frame while this one is written.
-        for (frame, next) in frames_and_rest(input, frame_bytes) {
-            at += encode_frame_before(
-                dtype,
-                options.coding,
-                checksums,
-                frame,
-                next,
-                &mut out[at..],
-            )
-            .expect("the output has room for any frame");
+        // As `encode` does: each frame fetches the next one while it is written.
+        for index in 0..encoder.frame_count() {
+            at += encoder
+                .encode_frame(index, &mut out[at..])
+                .expect("the output has room for any frame");
         }
     };
     let hot = 16.min(located.len());

@@ -20,7 +20,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use enec::container::{encode_index_header, header_bytes, pad32, Entry, Footer, PieceKind};
+use enec::container::{PieceKind, PieceMeta, Writer};
+use enec::wrapped::piece_checksum;
 use enec::{encode, max_encoded_size, Coding, Dtype, EncodeOptions};
 
 fn real_f32() -> Vec<f32> {
@@ -127,48 +128,34 @@ type Piece = (
 
 /// A container of `pieces`, written as `enec compress` lays it out (FORMAT.md 9.1).
 fn container(pieces: &[Piece]) -> Vec<u8> {
-    let mut file = header_bytes().to_vec();
-    let mut original = 0u64;
-    let mut index = vec![0u8; 20];
-    let total = pieces.iter().map(|p| p.3.len() as u64).sum();
-    let n = encode_index_header(total, pieces.len() as u64, &mut index).unwrap();
-    index.truncate(n);
+    let mut file = Vec::new();
+    let mut writer = Writer::new(&mut file).unwrap();
     for (name, dtype, shape, bytes, enec) in pieces {
-        file.resize(pad32(file.len() as u64) as usize, 0);
-        let offset = file.len() as u64;
-        let entry = match enec {
+        writer.begin().unwrap();
+        let (kind, checksum) = match enec {
             None => {
-                file.extend_from_slice(bytes);
-                let len = bytes.len() as u64;
-                Entry::raw(name, dtype, shape, original, len, offset, bytes)
+                writer.payload(bytes).unwrap();
+                (PieceKind::Raw, piece_checksum(bytes))
             }
             Some(options) => {
                 let mut stream = vec![0u8; max_encoded_size(options, bytes.len()).unwrap()];
                 let len = encode(options, bytes, &mut stream).unwrap();
-                file.extend_from_slice(&stream[..len]);
-                Entry {
-                    kind: PieceKind::Enec,
-                    name,
-                    dtype,
-                    shape: shape.iter().copied().collect(),
-                    original_offset: original,
-                    original_len: bytes.len() as u64,
-                    offset,
-                    len: len as u64,
-                    checksum: 0,
-                }
+                writer.payload(&stream[..len]).unwrap();
+                (PieceKind::Enec, 0)
             }
         };
-        original += bytes.len() as u64;
-        let mut buf = vec![0u8; entry.max_encoded_len()];
-        let n = entry.encode(&mut buf).unwrap();
-        index.extend_from_slice(&buf[..n]);
+        let original_len = bytes.len() as u64;
+        let meta = PieceMeta {
+            kind,
+            name,
+            dtype,
+            shape,
+            original_len,
+            checksum,
+        };
+        writer.end(meta).unwrap();
     }
-    file.resize(pad32(file.len() as u64) as usize, 0);
-    let index_offset = file.len() as u64;
-    file.extend_from_slice(&index);
-    file.resize(pad32(file.len() as u64) as usize, 0);
-    file.extend_from_slice(&Footer::new(index_offset, &index).to_bytes());
+    writer.finish().unwrap();
     file
 }
 

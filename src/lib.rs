@@ -56,6 +56,7 @@ pub mod wrapped;
 
 pub use error::{Error, Result};
 pub use format::{max_encoded_len, Dtype, FrameCoding, StreamInfo};
+// Public for tests/dispatch.rs, which checks the run-time chosen kernels against these.
 #[doc(hidden)]
 pub use frame::dispatch::{decode_frame_portable, encode_frame_portable};
 pub use frame::dispatch::{kernels_in_use, simd_in_use};

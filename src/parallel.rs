@@ -124,13 +124,8 @@ pub fn decode_entry_into(
     out: &mut [u8],
     threads: usize,
 ) -> ContainerResult<usize> {
-    let len = usize::try_from(entry.original_len).map_err(|_| ContainerError::Stream {
-        entry: number,
-        error: Error::TooLarge,
-    })?;
-    let out = out.get_mut(..len).ok_or(ContainerError::OutputTooSmall {
-        needed: entry.original_len,
-    })?;
+    let out = entry.original_in(number, out)?;
+    let len = out.len();
     let jobs = EntryJobs::new(container, number, entry, 0, RUN_BYTES);
     decode_in_place(jobs, out, threads)?;
     Ok(len)

@@ -2,9 +2,8 @@
 //! MiniLM slice, tests/data/README.md), and the same errors on corrupt streams and containers.
 #![cfg(feature = "std")]
 
-use enec::container::{
-    encode_index_header, header_bytes, pad32, Container, ContainerError, Entry, Footer, PieceKind,
-};
+use enec::container::{Container, ContainerError, PieceKind, PieceMeta, Writer};
+use enec::wrapped::piece_checksum;
 use enec::{decode, encode_to_vec, parallel, Coding, Dtype, EncodeOptions, Error};
 use half::{bf16, f16};
 
@@ -141,49 +140,34 @@ fn container() -> (Vec<u8>, Vec<u8>) {
         ("empty", "BF16", &[], true),
         ("rest", "BF16", &weights[1_204_096..], true),
     ];
-    let mut file = header_bytes().to_vec();
+    let mut file = Vec::new();
     let mut original = Vec::new();
-    let mut index = vec![0u8; 20];
-    let n = encode_index_header(
-        pieces.iter().map(|p| p.2.len() as u64).sum(),
-        pieces.len() as u64,
-        &mut index,
-    )
-    .unwrap();
-    index.truncate(n);
+    let mut writer = Writer::new(&mut file).unwrap();
     for &(name, dtype, bytes, enec) in &pieces {
-        file.resize(pad32(file.len() as u64) as usize, 0);
-        let offset = file.len() as u64;
-        let shape = [bytes.len() as u64 / 2];
-        let entry = if enec {
-            let stream = encode_to_vec(&options, bytes).unwrap();
-            file.extend_from_slice(&stream);
-            Entry {
-                kind: PieceKind::Enec,
-                name,
-                dtype,
-                shape: shape.iter().copied().collect(),
-                original_offset: original.len() as u64,
-                original_len: bytes.len() as u64,
-                offset,
-                len: stream.len() as u64,
-                checksum: 0,
-            }
+        writer.begin().unwrap();
+        let (kind, checksum) = if enec {
+            writer
+                .payload(&encode_to_vec(&options, bytes).unwrap())
+                .unwrap();
+            (PieceKind::Enec, 0)
         } else {
-            file.extend_from_slice(bytes);
-            let at = original.len() as u64;
-            Entry::raw(name, dtype, &shape, at, bytes.len() as u64, offset, bytes)
+            writer.payload(bytes).unwrap();
+            (PieceKind::Raw, piece_checksum(bytes))
         };
+        let shape = [bytes.len() as u64 / 2];
+        let original_len = bytes.len() as u64;
+        let meta = PieceMeta {
+            kind,
+            name,
+            dtype,
+            shape: &shape,
+            original_len,
+            checksum,
+        };
+        writer.end(meta).unwrap();
         original.extend_from_slice(bytes);
-        let mut buf = vec![0u8; entry.max_encoded_len()];
-        let n = entry.encode(&mut buf).unwrap();
-        index.extend_from_slice(&buf[..n]);
     }
-    file.resize(pad32(file.len() as u64) as usize, 0);
-    let index_offset = file.len() as u64;
-    file.extend_from_slice(&index);
-    file.resize(pad32(file.len() as u64) as usize, 0);
-    file.extend_from_slice(&Footer::new(index_offset, &index).to_bytes());
+    writer.finish().unwrap();
     (file, original)
 }
 

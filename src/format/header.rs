@@ -141,6 +141,8 @@ impl StreamInfo {
     }
 
     /// The 32 header bytes.
+    // Public for tests/streaming.rs, which writes headers of streams the encoder never makes.
+    #[doc(hidden)]
     pub fn to_bytes(&self) -> [u8; STREAM_HEADER_BYTES] {
         let mut b = [0u8; STREAM_HEADER_BYTES];
         b[0..4].copy_from_slice(&MAGIC);

@@ -12,7 +12,10 @@ mod ranked;
 mod scratch;
 
 pub(crate) use decode::check_frame_header;
-pub use options::{max_frame_bytes, Coding, Stores, STREAMING_STORES_FROM};
+pub use options::{max_frame_bytes, Coding};
+// Public for tests/roundtrip.rs and examples/thread_scaling.rs, which pick the stores.
+#[doc(hidden)]
+pub use options::{Stores, STREAMING_STORES_FROM};
 
 use crate::error::Result;
 use crate::format::Dtype;
@@ -34,7 +37,7 @@ pub fn encode_frame(
 /// empty): the encoder fetches the first `input.len()` bytes of `next` into the cache while it
 /// writes this frame, so a caller that encodes frames one after another (on each thread) finds
 /// the next one in the cache rather than in memory. The bytes written do not depend on `next`.
-pub fn encode_frame_before(
+pub(crate) fn encode_frame_before(
     dtype: Dtype,
     coding: Coding,
     checksums: bool,
@@ -44,25 +47,6 @@ pub fn encode_frame_before(
 ) -> Result<usize> {
     let elements = encode::frame_elements(dtype, input)?;
     dispatch::encode_frame(dtype, coding, checksums, input, next, elements, out)
-}
-
-/// The frames of `input`, `frame_bytes` each (the last one may be shorter; `frame_bytes` is not
-/// 0), each with the input after it: what a loop over frames passes to [`encode_frame_before`].
-///
-/// ```
-/// let input = [1u8, 2, 3, 4, 5];
-/// let pairs: Vec<_> = enec::frame::frames_and_rest(&input, 2).collect();
-/// let expected: [(&[u8], &[u8]); 3] = [(&[1, 2], &[3, 4, 5]), (&[3, 4], &[5]), (&[5], &[])];
-/// assert_eq!(pairs, expected);
-/// ```
-pub fn frames_and_rest(input: &[u8], frame_bytes: usize) -> impl Iterator<Item = (&[u8], &[u8])> {
-    input
-        .chunks(frame_bytes)
-        .enumerate()
-        .map(move |(i, frame)| {
-            let (_, rest) = input.split_at(i * frame_bytes + frame.len());
-            (frame, rest)
-        })
 }
 
 /// Decodes frame `index` of a stream (`elements` is what the stream header says this frame
@@ -88,6 +72,8 @@ pub fn decode_frame(
 }
 
 /// [`decode_frame`] with a choice of [`Stores`] (the bytes written are the same).
+// Public for tests/roundtrip.rs and examples/thread_scaling.rs, which pick the stores.
+#[doc(hidden)]
 pub fn decode_frame_with(
     dtype: Dtype,
     checksums: bool,

@@ -4,10 +4,7 @@
 use std::io::{Seek, SeekFrom, Write};
 use std::sync::{Mutex, PoisonError};
 
-use enec::container::{
-    encode_index_header, header_bytes, pad32, Container, Entry, Footer, PieceKind, ALIGN,
-    HEADER_BYTES, MAGIC as CONTAINER_MAGIC,
-};
+use enec::container::{Container, PieceKind, PieceMeta, Writer, MAGIC as CONTAINER_MAGIC};
 use enec::format::MAGIC as STREAM_MAGIC;
 use enec::parallel::{self, Restored};
 use enec::EncodeOptions;
@@ -61,7 +58,7 @@ pub fn compress<W: Write>(
         writer.begin()?;
         let (kind, checksum) = match piece.enec {
             None => {
-                writer.write(bytes)?;
+                writer.payload(bytes)?;
                 (PieceKind::Raw, enec::wrapped::piece_checksum(bytes))
             }
             Some(dtype) => {
@@ -72,13 +69,24 @@ pub fn compress<W: Write>(
                     0,
                 );
                 let n = decode::encode(&options, bytes, &mut stream, threads).map_err(failed)?;
-                writer.write(&stream[..n])?;
+                writer.payload(&stream[..n])?;
                 (PieceKind::Enec, 0)
             }
         };
-        writer.end(piece, kind, checksum)?;
+        let (name, dtype, shape) = piece.tensor.as_ref().map_or(("", "", &[][..]), |t| {
+            (t.name.as_str(), t.dtype.as_str(), t.shape.as_slice())
+        });
+        let original_len = piece.end - piece.start;
+        writer.end(PieceMeta {
+            kind,
+            name,
+            dtype,
+            shape,
+            original_len,
+            checksum,
+        })?;
     }
-    writer.finish()
+    Ok(writer.finish()?)
 }
 
 /// How the messages name a piece of the original file.
@@ -86,90 +94,6 @@ fn what(piece: &Piece) -> String {
     match &piece.tensor {
         Some(t) => format!("tensor \"{}\"", t.name),
         None => format!("bytes {}..{}", piece.start, piece.end),
-    }
-}
-
-/// A container being written to `out`: payloads first, then the index and the footer.
-struct Writer<W: Write> {
-    out: W,
-    pos: u64,
-    original: u64,
-    piece_start: u64,
-    entries: Vec<u8>,
-    count: u64,
-}
-
-impl<W: Write> Writer<W> {
-    /// Writes the container header.
-    fn new(mut out: W) -> std::io::Result<Writer<W>> {
-        out.write_all(&header_bytes())?;
-        Ok(Writer {
-            out,
-            pos: HEADER_BYTES as u64,
-            original: 0,
-            piece_start: HEADER_BYTES as u64,
-            entries: Vec::new(),
-            count: 0,
-        })
-    }
-
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.out.write_all(bytes)?;
-        self.pos += bytes.len() as u64;
-        Ok(())
-    }
-
-    fn pad(&mut self) -> std::io::Result<()> {
-        let zeros = [0u8; ALIGN as usize];
-        self.write(&zeros[..(pad32(self.pos) - self.pos) as usize])
-    }
-
-    /// Starts a piece at the next multiple of 32.
-    fn begin(&mut self) -> std::io::Result<()> {
-        self.pad()?;
-        self.piece_start = self.pos;
-        Ok(())
-    }
-
-    /// Ends the current piece (its payload written) and records its index entry.
-    fn end(&mut self, piece: &Piece, kind: PieceKind, checksum: u32) -> Result<(), String> {
-        let (name, dtype, shape) = piece.tensor.as_ref().map_or(("", "", &[][..]), |t| {
-            (t.name.as_str(), t.dtype.as_str(), t.shape.as_slice())
-        });
-        let original_len = piece.end - piece.start;
-        let entry = Entry {
-            kind,
-            name,
-            dtype,
-            shape: shape.iter().copied().collect(),
-            original_offset: self.original,
-            original_len,
-            offset: self.piece_start,
-            len: self.pos - self.piece_start,
-            checksum,
-        };
-        let mut buf = vec![0u8; entry.max_encoded_len()];
-        let n = entry.encode(&mut buf).map_err(|e| e.to_string())?;
-        self.entries.extend_from_slice(&buf[..n]);
-        self.original += original_len;
-        self.count += 1;
-        Ok(())
-    }
-
-    /// Writes the index and the footer; returns the container's size.
-    fn finish(mut self) -> Result<u64, Failure> {
-        self.pad()?;
-        let index_offset = self.pos;
-        let mut index = vec![0u8; 24];
-        let n = encode_index_header(self.original, self.count, &mut index)
-            .map_err(|e| e.to_string())?;
-        index.truncate(n);
-        index.extend_from_slice(&self.entries);
-        self.write(&index)?;
-        self.pad()?;
-        self.write(&Footer::new(index_offset, &index).to_bytes())?;
-        self.out.flush()?;
-        Ok(self.pos)
     }
 }
 

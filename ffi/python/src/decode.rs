@@ -1,7 +1,7 @@
 //! The library calls that do the work, each spreading frames over `threads` threads (0: all
 //! cores), and the messages that name the tensor an error is in.
 
-use enec::container::{Container, ContainerError, Entry, INDEX_HEADER};
+use enec::container::{Container, ContainerError, Entry};
 use enec::{parallel, EncodeOptions};
 
 /// Encodes `input` into the enec stream `out`; returns its length.
@@ -42,30 +42,11 @@ pub fn container(
 
 /// `error` of `container` as a message naming the file and, where it lies in one, the piece.
 pub fn message(name: &str, container: &Container<'_>, error: ContainerError) -> String {
-    let number = match error {
-        ContainerError::CorruptIndex { entry, .. }
-        | ContainerError::UnsupportedPieceKind { entry, .. }
-        | ContainerError::RawChecksumMismatch { entry }
-        | ContainerError::Stream { entry, .. } => entry,
-        _ => INDEX_HEADER,
-    };
-    match container.entries().nth(number as usize) {
-        Some((_, e)) if number != INDEX_HEADER => format!("{name}: {}: {error}", describe(&e)),
-        _ => format!("{name}: {error}"),
-    }
-}
-
-/// How messages name an entry: `tensor "name"`, the file header, or a byte range.
-pub fn describe(entry: &Entry<'_>) -> String {
-    if entry.is_tensor() {
-        format!("tensor \"{}\"", entry.name)
-    } else if entry.original_offset == 0 {
-        format!("the file header (bytes 0..{})", entry.original_len)
-    } else {
-        format!(
-            "the bytes {}..{} of the original",
-            entry.original_offset,
-            entry.original_offset + entry.original_len
-        )
+    let entry = error
+        .entry()
+        .and_then(|n| container.entries().nth(n.try_into().unwrap_or(usize::MAX)));
+    match entry {
+        Some((_, e)) => format!("{name}: {}: {error}", e.describe()),
+        None => format!("{name}: {error}"),
     }
 }

@@ -356,7 +356,7 @@ impl Checkpoint {
             .get(index)
             .ok_or_else(|| PyValueError::new_err(format!("no tensor number {index}")))?;
         let len = self.memory_for(address, length, entry.original_len, || {
-            decode::describe(entry)
+            entry.describe().to_string()
         })?;
         let threads = self::threads(threads);
         py.allow_threads(|| {

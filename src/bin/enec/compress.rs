@@ -3,12 +3,13 @@
 use std::path::Path;
 use std::time::Instant;
 
-use enec::container::{PieceKind, MAGIC as CONTAINER_MAGIC};
+use std::io::Write;
+
+use enec::container::{PieceKind, PieceMeta, Writer, MAGIC as CONTAINER_MAGIC};
 use enec::format::MAGIC as STREAM_MAGIC;
 use enec::wrapped::{piece_checksum, FrameEncoder};
 use enec::{Dtype, EncodeOptions};
 
-use crate::container::{ContainerWriter, PieceMeta, Sink};
 use crate::error::{bail, Result};
 use crate::progress::Progress;
 use crate::safetensors::{self, NotSafetensors, Piece};
@@ -190,13 +191,18 @@ fn meta(piece: &Piece, kind: PieceKind, checksum: u32) -> PieceMeta<'_> {
     }
 }
 
+/// A write error as the CLI's: the output's `Write` names the file in the message.
+fn written(e: std::io::Error) -> crate::error::CliError {
+    e.to_string().into()
+}
+
 /// Compresses the pieces of a safetensors file into a container written to `out`, calling
 /// `done` with each part of `data` once its output is written (in order).
-pub fn compress_pieces<S: Sink + Send>(
+pub fn compress_pieces<W: Write + Send>(
     data: &[u8],
     pieces: &[Piece],
     options: &EncodeOptions,
-    out: &mut S,
+    out: &mut W,
     done: &(dyn Fn(&[u8]) + Sync),
 ) -> Result<Report> {
     let bytes_of = |p: &Piece| &data[p.start as usize..p.end as usize];
@@ -220,26 +226,29 @@ pub fn compress_pieces<S: Sink + Send>(
         Unit::Frame(encoder, index) => encode_unit(encoder, *index, buffer),
         _ => Ok(0),
     };
-    let mut writer = ContainerWriter::new(out)?;
+    let mut writer = Writer::new(out).map_err(written)?;
     let emit = |u: Unit<'_>, result: usize, buffer: &[u8]| match u {
         Unit::Raw(i, bytes) => {
-            writer.begin()?;
-            writer.payload(bytes)?;
+            writer.begin().map_err(written)?;
+            writer.payload(bytes).map_err(written)?;
             done(bytes);
-            writer.end(meta(&pieces[i], PieceKind::Raw, result as u32))
+            let meta = meta(&pieces[i], PieceKind::Raw, result as u32);
+            writer.end(meta).map_err(written)
         }
         Unit::Start(header) => {
-            writer.begin()?;
-            writer.payload(&header)
+            writer.begin().map_err(written)?;
+            writer.payload(&header).map_err(written)
         }
         Unit::Frame(encoder, index) => {
             done(encoder.frame_input(index));
-            writer.payload(&buffer[..result])
+            writer.payload(&buffer[..result]).map_err(written)
         }
-        Unit::End(i) => writer.end(meta(&pieces[i], PieceKind::Enec, 0)),
+        Unit::End(i) => writer
+            .end(meta(&pieces[i], PieceKind::Enec, 0))
+            .map_err(written),
     };
     pipeline::run(units, weight, work, emit)?;
-    let compressed = writer.finish()?;
+    let compressed = writer.finish().map_err(written)?;
     Ok(Report {
         original: data.len() as u64,
         compressed,
@@ -251,14 +260,14 @@ pub fn compress_pieces<S: Sink + Send>(
 
 /// Compresses a raw array into one enec stream written to `out`, calling `done` as
 /// [`compress_pieces`] does.
-pub fn compress_raw<S: Sink + Send>(
+pub fn compress_raw<W: Write + Send>(
     data: &[u8],
     options: &EncodeOptions,
-    out: &mut S,
+    out: &mut W,
     done: &(dyn Fn(&[u8]) + Sync),
 ) -> Result<Report> {
     let encoder = encoder(options.dtype, data, options)?;
-    out.put(&encoder.header())?;
+    out.write_all(&encoder.header()).map_err(written)?;
     let mut compressed = 32u64;
     let work = |u: &Unit<'_>, buffer: &mut Vec<u8>| match u {
         Unit::Frame(encoder, index) => encode_unit(encoder, *index, buffer),
@@ -268,7 +277,7 @@ pub fn compress_raw<S: Sink + Send>(
         if let Unit::Frame(encoder, index) = u {
             done(encoder.frame_input(index));
             compressed += result as u64;
-            out.put(&buffer[..result])?;
+            out.write_all(&buffer[..result]).map_err(written)?;
         }
         Ok(())
     };

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use enec::container::{
-    check_stream, Container, ContainerError, Entry, PieceKind, MAGIC as CONTAINER_MAGIC,
+    check_stream, Container, ContainerError, PieceKind, MAGIC as CONTAINER_MAGIC,
 };
 use enec::format::MAGIC as STREAM_MAGIC;
 use enec::parallel::Restored;
@@ -89,21 +89,6 @@ pub struct Source<'a> {
     pub what: String,
 }
 
-/// How to name an entry in messages.
-pub fn describe(entry: &Entry<'_>) -> String {
-    if entry.is_tensor() {
-        format!("tensor \"{}\"", entry.name)
-    } else if entry.original_offset == 0 {
-        format!("the file header (bytes 0..{})", entry.original_len)
-    } else {
-        format!(
-            "the bytes {}..{} of the original",
-            entry.original_offset,
-            entry.original_offset + entry.original_len
-        )
-    }
-}
-
 /// The pieces of an enec file, in order.
 pub fn sources<'a>(name: &str, data: &'a [u8], kind: &Kind<'a>) -> Result<Vec<Source<'a>>> {
     match kind {
@@ -118,12 +103,12 @@ pub fn sources<'a>(name: &str, data: &'a [u8], kind: &Kind<'a>) -> Result<Vec<So
                 let payload = c.payload(&entry);
                 if entry.kind == PieceKind::Enec {
                     check_stream(number, &entry, payload)
-                        .map_err(|e| format!("{name}: {}: {e}", describe(&entry)))?;
+                        .map_err(|e| format!("{name}: {}: {e}", entry.describe()))?;
                 }
                 Ok(Source {
                     kind: entry.kind,
                     payload,
-                    what: describe(&entry),
+                    what: entry.describe().to_string(),
                 })
             })
             .collect(),
@@ -154,18 +139,13 @@ impl From<enec::Error> for Failure {
 
 /// A decoding error in words, naming the tensor (or piece) and, in a stream, the frame.
 fn explain(name: &str, kind: &Kind<'_>, error: ContainerError) -> CliError {
-    let entry = match (kind, error) {
-        (
-            Kind::Container(c),
-            ContainerError::Stream { entry, .. }
-            | ContainerError::RawChecksumMismatch { entry }
-            | ContainerError::CorruptIndex { entry, .. },
-        ) => c.entries().nth(entry.try_into().unwrap_or(usize::MAX)),
+    let entry = match (kind, error.entry()) {
+        (Kind::Container(c), Some(n)) => c.entries().nth(n.try_into().unwrap_or(usize::MAX)),
         _ => None,
     };
     let what = match (kind, &entry) {
         (Kind::Stream(_), _) => "the stream".to_owned(),
-        (_, Some((_, e))) => describe(e),
+        (_, Some((_, e))) => e.describe().to_string(),
         (_, None) => return CliError(format!("{name}: {error}")),
     };
     let why = match error {

@@ -6,7 +6,6 @@
 mod args;
 mod bench;
 mod compress;
-mod container;
 mod decompress;
 mod demo;
 mod error;

@@ -57,13 +57,6 @@ impl AtomicFile {
         })
     }
 
-    /// Writes all of `bytes`.
-    pub fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
-        self.writer
-            .write_all(bytes)
-            .context(|| format!("writing {}", self.path.display()))
-    }
-
     /// Writes all of `bytes` at offset `at` of the file, from any thread (for output whose parts
     /// come in any order; the file grows to hold them).
     pub fn write_at(&self, bytes: &[u8], at: u64) -> Result<()> {
@@ -118,11 +111,20 @@ impl AtomicFile {
     }
 }
 
+/// Sequential writing; an error names the file (`writing PATH: why`), its kind kept.
 impl Write for AtomicFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.writer.write(buf)
+        let written = self.writer.write(buf);
+        written.map_err(|e| self.named(e))
     }
     fn flush(&mut self) -> std::io::Result<()> {
-        self.writer.flush()
+        let flushed = self.writer.flush();
+        flushed.map_err(|e| self.named(e))
+    }
+}
+
+impl AtomicFile {
+    fn named(&self, e: std::io::Error) -> std::io::Error {
+        std::io::Error::new(e.kind(), format!("writing {}: {e}", self.path.display()))
     }
 }

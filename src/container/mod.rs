@@ -12,26 +12,24 @@
 //! (postcard), then the fixed-size footer that says where the index is and holds its checksum.
 //! A reader reads the footer (the last 32 bytes), then the index, then only the payloads it wants.
 //!
-//! Everything here is `no_std` and allocation-free: the index is parsed in place (names and
+//! Reading is `no_std` and allocation-free (the [`Writer`] needs the `std` feature): the index is parsed in place (names and
 //! dtypes are borrowed from the index bytes), entries are read one at a time, and every length
 //! and offset is checked before use.
 //!
 //! ```
-//! use enec::container::{Container, Entry, Footer, PieceKind, HEADER_BYTES};
+//! use enec::container::{Container, PieceKind, PieceMeta, Writer};
 //!
-//! // Write a container holding one raw piece (a real writer would stream this to a file).
+//! // Write a container holding one raw piece (a real writer streams it to a file).
 //! let data = b"hello, checkpoint";
-//! let entry = Entry::raw("", "", &[], 0, data.len() as u64, HEADER_BYTES as u64, data);
-//! let mut file = enec::container::header_bytes().to_vec();
-//! file.extend_from_slice(data);
-//! file.resize(enec::container::pad32(file.len() as u64) as usize, 0);
-//! let index_offset = file.len() as u64;
-//! let mut index = [0u8; 256];
-//! let mut n = enec::container::encode_index_header(data.len() as u64, 1, &mut index)?;
-//! n += entry.encode(&mut index[n..])?;
-//! file.extend_from_slice(&index[..n]);
-//! file.resize(enec::container::pad32(file.len() as u64) as usize, 0);
-//! file.extend_from_slice(&Footer::new(index_offset, &index[..n]).to_bytes());
+//! let mut file = Vec::new();
+//! let mut writer = Writer::new(&mut file)?;
+//! writer.begin()?;
+//! writer.payload(data)?;
+//! let checksum = enec::wrapped::piece_checksum(data);
+//! let original_len = data.len() as u64;
+//! let (name, dtype) = ("", "");
+//! writer.end(PieceMeta { kind: PieceKind::Raw, name, dtype, shape: &[], original_len, checksum })?;
+//! writer.finish()?;
 //!
 //! // Read it back.
 //! let container = Container::parse(&file)?;
@@ -40,10 +38,10 @@
 //! let mut out = [0u8; 17];
 //! container.decode_entry(i, &entry, &mut out)?;
 //! assert_eq!(&out, data);
-//! # Ok::<(), enec::container::ContainerError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! About 780 lines of code and 350 of unit tests (hostile indexes, flips, truncation), kept
+//! About 800 lines of code and 350 of unit tests (hostile indexes, flips, truncation), kept
 //! together because the tests reach the private parsers.
 
 use core::fmt;
@@ -53,6 +51,11 @@ use serde::{Deserialize, Serialize};
 use crate::checksum::h32;
 use crate::error::Error;
 use crate::format::{Dtype, STREAM_HEADER_BYTES};
+
+#[cfg(feature = "std")]
+mod writer;
+#[cfg(feature = "std")]
+pub use writer::{PieceMeta, Writer};
 
 /// `ENCP`: the first four and the last four bytes of a container.
 pub const MAGIC: [u8; 4] = *b"ENCP";
@@ -116,6 +119,20 @@ pub enum ContainerError {
 
 /// Index entry number used in [`ContainerError::CorruptIndex`] for the index header itself.
 pub const INDEX_HEADER: u64 = u64::MAX;
+
+impl ContainerError {
+    /// The number of the index entry the error lies in, if it lies in one (not the index
+    /// header): what a message uses to name the piece ([`Entry::describe`]).
+    pub fn entry(&self) -> Option<u64> {
+        match *self {
+            ContainerError::CorruptIndex { entry, .. }
+            | ContainerError::UnsupportedPieceKind { entry, .. }
+            | ContainerError::RawChecksumMismatch { entry }
+            | ContainerError::Stream { entry, .. } => Some(entry).filter(|&e| e != INDEX_HEADER),
+            _ => None,
+        }
+    }
+}
 
 impl fmt::Display for ContainerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -278,6 +295,38 @@ impl<'a> Entry<'a> {
         !self.name.is_empty()
     }
 
+    /// The start of `out` that receives this piece (entry `number`) restored: its
+    /// `original_len` bytes, or an error naming why they do not fit.
+    pub(crate) fn original_in<'o>(&self, number: u64, out: &'o mut [u8]) -> Result<&'o mut [u8]> {
+        let len = usize::try_from(self.original_len).map_err(|_| ContainerError::Stream {
+            entry: number,
+            error: Error::TooLarge,
+        })?;
+        out.get_mut(..len).ok_or(ContainerError::OutputTooSmall {
+            needed: self.original_len,
+        })
+    }
+
+    /// How messages name this piece: `tensor "name"`, the file header, or a byte range of the
+    /// original.
+    pub fn describe(&self) -> impl fmt::Display + '_ {
+        struct Described<'e, 'a>(&'e Entry<'a>);
+        impl fmt::Display for Described<'_, '_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                let e = self.0;
+                if e.is_tensor() {
+                    write!(f, "tensor \"{}\"", e.name)
+                } else if e.original_offset == 0 {
+                    write!(f, "the file header (bytes 0..{})", e.original_len)
+                } else {
+                    let end = e.original_offset.saturating_add(e.original_len);
+                    write!(f, "the bytes {}..{end} of the original", e.original_offset)
+                }
+            }
+        }
+        Described(self)
+    }
+
     /// The most bytes [`Entry::encode`] writes for this entry.
     pub fn max_encoded_len(&self) -> usize {
         1 + (VARINT_MAX + self.name.len())
@@ -336,7 +385,12 @@ impl<'a> Entry<'a> {
 }
 
 /// Serializes the index header (FORMAT.md 9.4) into `out`; returns the bytes written (at most 20).
-pub fn encode_index_header(original_len: u64, entry_count: u64, out: &mut [u8]) -> Result<usize> {
+#[cfg(any(feature = "std", test))] // the writer's, and the tests'
+pub(crate) fn encode_index_header(
+    original_len: u64,
+    entry_count: u64,
+    out: &mut [u8],
+) -> Result<usize> {
     let wire = WireIndexHeader {
         original_len,
         entry_count,
@@ -349,7 +403,8 @@ pub fn encode_index_header(original_len: u64, entry_count: u64, out: &mut [u8]) 
 }
 
 /// The 32 bytes of the container header (FORMAT.md 9.2).
-pub fn header_bytes() -> [u8; HEADER_BYTES] {
+#[cfg(any(feature = "std", test))] // the writer's, and the tests'
+pub(crate) fn header_bytes() -> [u8; HEADER_BYTES] {
     let mut b = [0u8; HEADER_BYTES];
     b[0..4].copy_from_slice(&MAGIC);
     b[4] = VERSION_MAJOR;
@@ -726,13 +781,8 @@ pub fn decode_payload(
             available: payload.len() as u64,
         });
     }
-    let len = usize::try_from(entry.original_len).map_err(|_| ContainerError::Stream {
-        entry: number,
-        error: Error::TooLarge,
-    })?;
-    let out = out.get_mut(..len).ok_or(ContainerError::OutputTooSmall {
-        needed: entry.original_len,
-    })?;
+    let out = entry.original_in(number, out)?;
+    let len = out.len();
     let stream_error = |error| ContainerError::Stream {
         entry: number,
         error,

@@ -1,0 +1,142 @@
+//! Writing a container (FORMAT.md section 9) as a stream: the payloads first, then the index and
+//! the footer, so a writer never seeks and holds only the index in memory.
+
+use std::io::{self, Write};
+use std::vec::Vec;
+
+use super::{encode_index_header, header_bytes, pad32, Entry, Footer, PieceKind, ALIGN};
+use super::{HEADER_BYTES, MAX_RANK};
+
+/// What the index says about a piece, apart from its positions (the writer knows those).
+#[derive(Clone, Copy, Debug)]
+pub struct PieceMeta<'a> {
+    /// How the payload is stored.
+    pub kind: PieceKind,
+    /// Tensor name; empty for pieces that are not a tensor.
+    pub name: &'a str,
+    /// The original file's dtype name; empty for pieces that are not a tensor.
+    pub dtype: &'a str,
+    /// Tensor shape: at most [`MAX_RANK`] dimensions.
+    pub shape: &'a [u64],
+    /// Bytes of the piece in the original file.
+    pub original_len: u64,
+    /// [`crate::wrapped::piece_checksum`] of the original bytes for raw pieces; 0 for enec pieces.
+    pub checksum: u32,
+}
+
+/// A container being written to `out`: call [`Writer::begin`], [`Writer::payload`] (any number
+/// of times) and [`Writer::end`] per piece, in the order of the original file, then
+/// [`Writer::finish`].
+///
+/// ```
+/// use enec::container::{Container, PieceKind, PieceMeta, Writer};
+///
+/// let data = b"hello, checkpoint";
+/// let mut file = Vec::new();
+/// let mut writer = Writer::new(&mut file)?;
+/// writer.begin()?;
+/// writer.payload(data)?;
+/// let checksum = enec::wrapped::piece_checksum(data);
+/// let meta = PieceMeta { kind: PieceKind::Raw, name: "", dtype: "", shape: &[], original_len: 17, checksum };
+/// writer.end(meta)?;
+/// assert_eq!(writer.finish()?, file.len() as u64);
+/// assert_eq!(Container::parse(&file).unwrap().original_len(), 17);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct Writer<W: Write> {
+    out: W,
+    pos: u64,
+    original: u64,
+    piece_start: u64,
+    entries: Vec<u8>,
+    count: u64,
+}
+
+impl<W: Write> Writer<W> {
+    /// Writes the container header.
+    pub fn new(mut out: W) -> io::Result<Writer<W>> {
+        out.write_all(&header_bytes())?;
+        Ok(Writer {
+            out,
+            pos: HEADER_BYTES as u64,
+            original: 0,
+            piece_start: HEADER_BYTES as u64,
+            entries: Vec::new(),
+            count: 0,
+        })
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.out.write_all(bytes)?;
+        self.pos += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn pad(&mut self) -> io::Result<()> {
+        let zeros = [0u8; ALIGN as usize];
+        self.write(&zeros[..(pad32(self.pos) - self.pos) as usize])
+    }
+
+    /// Starts a piece at the next multiple of 32.
+    pub fn begin(&mut self) -> io::Result<()> {
+        self.pad()?;
+        self.piece_start = self.pos;
+        Ok(())
+    }
+
+    /// Appends payload bytes of the current piece.
+    pub fn payload(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.write(bytes)
+    }
+
+    /// Ends the current piece (its payload written) and records its index entry. A shape of
+    /// more than [`MAX_RANK`] dimensions is an `InvalidInput` error.
+    pub fn end(&mut self, meta: PieceMeta<'_>) -> io::Result<()> {
+        let shape = heapless::Vec::from_slice(meta.shape).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                std::format!(
+                    "a shape of {} dimensions (at most {MAX_RANK})",
+                    meta.shape.len()
+                ),
+            )
+        })?;
+        let entry = Entry {
+            kind: meta.kind,
+            name: meta.name,
+            dtype: meta.dtype,
+            shape,
+            original_offset: self.original,
+            original_len: meta.original_len,
+            offset: self.piece_start,
+            len: self.pos - self.piece_start,
+            checksum: meta.checksum,
+        };
+        let at = self.entries.len();
+        self.entries.resize(at + entry.max_encoded_len(), 0);
+        let n = entry.encode(&mut self.entries[at..]).map_err(invalid)?;
+        self.entries.truncate(at + n);
+        self.original += meta.original_len;
+        self.count += 1;
+        Ok(())
+    }
+
+    /// Writes the index and the footer and flushes `out`; returns the container's size.
+    pub fn finish(mut self) -> io::Result<u64> {
+        self.pad()?;
+        let index_offset = self.pos;
+        let mut index = std::vec![0u8; 24];
+        let n = encode_index_header(self.original, self.count, &mut index).map_err(invalid)?;
+        index.truncate(n);
+        index.extend_from_slice(&self.entries);
+        self.write(&index)?;
+        self.pad()?;
+        self.write(&Footer::new(index_offset, &index).to_bytes())?;
+        self.out.flush()?;
+        Ok(self.pos)
+    }
+}
+
+fn invalid(e: super::ContainerError) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, e)
+}
