@@ -34,7 +34,7 @@ __aicore__ inline uint32_t min_u32(uint32_t a, uint32_t b) { return a < b ? a : 
 __aicore__ inline uint32_t max_u32(uint32_t a, uint32_t b) { return a > b ? a : b; }
 
 // ---------------------------------------------------------------------------------------------
-// Dtypes and frame layout (mirror of src/format.rs: Dtype, Plane::at, FrameLayout::new)
+// Dtypes and frame layout (mirror of src/format/: Dtype, Plane::at, FrameLayout::new)
 // ---------------------------------------------------------------------------------------------
 
 struct Dtype {
@@ -209,7 +209,7 @@ struct H32 {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Frame header (src/format.rs FrameHeader::parse + the checks of frame.rs decode_frame)
+// Frame header (src/format/ FrameHeader::parse + the checks of frame/decode.rs)
 // ---------------------------------------------------------------------------------------------
 
 __aicore__ inline uint32_t u32_at(const LocalTensor<uint8_t>& b, uint32_t at) {

@@ -1,4 +1,4 @@
-// The enec decode kernel (mirror of src/frame.rs decode_frame). See enec_kernel.cpp.
+// The enec decode kernel (mirror of src/frame/ decode_frame). See enec_kernel.cpp.
 #pragma once
 
 #include "enec_common.h"
@@ -10,7 +10,7 @@ namespace enec {
 // The decoder
 // ---------------------------------------------------------------------------------------------
 
-// The runs of values [start, start + count) of a plane (unpack_range, src/kernels.rs): in each
+// The runs of values [start, start + count) of a plane (unpack_range, src/kernels/): in each
 // sub-plane, value v sits at word v mod W, bit (v div W) * p, so the values are runs of
 // consecutive words with one bit position each. `lead` lanes of padding line a run up with the
 // output lane `done` (a multiple of 16 lanes apart: operands start 32-byte aligned).
@@ -116,7 +116,7 @@ public:
     }
 
 private:
-    // decode_frame (src/frame.rs)
+    // decode_frame (src/frame/)
     __aicore__ inline uint32_t DecodeFrame(uint32_t f) {
         frameOff = offsetsGm.GetValue(f);
         uint64_t firstElement = uint64_t(f) << tiling.frameLog2;
@@ -170,7 +170,7 @@ private:
         }
     }
 
-    // read_ranked (src/frame.rs). Per tile: level-1 codes by vector unpack; escape lanes and their
+    // read_ranked (src/frame/). Per tile: level-1 codes by vector unpack; escape lanes and their
     // ranks by vector prefix sums (one scalar read of the count per level); the compacted entries
     // of the deeper levels unpacked by vector; symbols looked up with Gather; escaped entries
     // replaced by the next level's entry at their rank (Expand); merged with the residual.
@@ -245,7 +245,7 @@ private:
         return ENEC_FRAME_OK;
     }
 
-    // read_groups (src/frame.rs). Flags unpacked once per frame (vector) and counted by prefix
+    // read_groups (src/frame/). Flags unpacked once per frame (vector) and counted by prefix
     // sums. Per tile: low bits by vector unpack; each position's flag gathered from its group
     // (t = i mod groups, offsets reduced on the vector unit); the high bits of flagged positions (a
     // compacted plane, unpacked by vector) expanded into place by prefix sums and a Gather; then
@@ -398,7 +398,7 @@ private:
         return at + StagedLanes(w);
     }
 
-    // unpack_range (src/kernels.rs): values [start, start + count) of `plane` into lo (bits 0..16)
+    // unpack_range (src/kernels/): values [start, start + count) of `plane` into lo (bits 0..16)
     // and hi (bits 16..24, planes wider than 16 bits only), each run of words copied in through
     // inQue (two buffers: run k + 1 comes in while run k is computed).
     __aicore__ inline void unpack_range(const Plane& plane, uint32_t start, uint32_t count,
@@ -469,7 +469,7 @@ private:
         }
     }
 
-    // groups_inverse (src/kernels.rs): x = (b - sext_n(y)) mod 2^E, int16 lanes, no overflow:
+    // groups_inverse (src/kernels/): x = (b - sext_n(y)) mod 2^E, int16 lanes, no overflow:
     // sext_n(y) = ((y + 2^(n-1)) mod 2^n) - 2^(n-1).
     __aicore__ inline void groups_inverse(const LocalTensor<uint16_t>& y, uint32_t n, uint32_t base, uint32_t width,
                                           uint32_t e) {
@@ -484,7 +484,7 @@ private:
         keep_low_bits(y, e, n);
     }
 
-    // merge (src/kernels.rs Fields::merge) of exponents x and residuals (lo, hi) into the output
+    // merge (src/kernels/ Fields::merge) of exponents x and residuals (lo, hi) into the output
     // tile, then out to GM. With v = r << k: u = (v & (2^M - 1)) | (x << M) | ((v >> M) << (E + M)).
     __aicore__ inline void MergeOut(uint32_t start, uint32_t len, const LocalTensor<uint16_t>& x,
                                     const LocalTensor<uint16_t>& pair) {

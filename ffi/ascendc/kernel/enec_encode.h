@@ -1,4 +1,4 @@
-// The enec encode kernel (mirror of src/frame.rs encode_frame). See enec_kernel.cpp for the
+// The enec encode kernel (mirror of src/frame/ encode_frame). See enec_kernel.cpp for the
 // overview.
 //
 // Per frame, over chunks of at most TILE consecutive elements, each copied in while the previous
@@ -150,7 +150,7 @@ public:
     }
 
 private:
-    // StreamInfo::to_bytes (src/format.rs).
+    // StreamInfo::to_bytes (src/format/).
     __aicore__ inline void WriteStreamHeader() {
         LocalTensor<uint8_t> h = byteBuf.Get<uint8_t>()[256 + HEADER_BYTES];
         for (uint32_t i = 0; i < HEADER_BYTES; i += 4) put_u32(h, i, 0);
@@ -172,7 +172,7 @@ private:
         b.ReinterpretCast<uint32_t>().SetValue(at / 4, v);
     }
 
-    // encode_frame (src/frame.rs). Returns the frame size (0: internal inconsistency).
+    // encode_frame (src/frame/). Returns the frame size (0: internal inconsistency).
     __aicore__ inline uint32_t EncodeFrame(uint32_t f) {
         uint64_t firstElement = uint64_t(f) << tiling.frameLog2;
         uint64_t left = tiling.elementCount - firstElement;
@@ -408,7 +408,7 @@ private:
     // Parameter choice (scalar, per frame)
     // ---------------------------------------------------------------------------------------
 
-    // Ranking::new (src/kernels.rs): order by count descending, value ascending, rank = inverse,
+    // Ranking::new (src/kernels/): order by count descending, value ascending, rank = inverse,
     // covered = prefix sums of the ordered counts. Only the `present` values with a nonzero count
     // are sorted (stable insertion sort); the absent ones follow in ascending order
     // (table_entry).
@@ -438,7 +438,7 @@ private:
     // Exponents covered by the first s ranks.
     __aicore__ inline uint32_t covered_by(uint32_t s) const { return s >= present ? elements : covered[s]; }
 
-    // choose_ranked (src/kernels.rs): L = 1..3, widths in lexicographic order over 1..E, skipping
+    // choose_ranked (src/kernels/): L = 1..3, widths in lexicographic order over 1..E, skipping
     // S_L > 2^E; the first smallest frame wins.
     __aicore__ inline uint32_t choose_ranked(uint32_t dead, Params& best) {
         uint32_t alphabet = 1u << dt.e;
@@ -474,7 +474,7 @@ private:
         return bestBytes;
     }
 
-    // groups_width (src/kernels.rs)
+    // groups_width (src/kernels/)
     __aicore__ inline static uint32_t groups_width(uint32_t base, uint32_t lo, uint32_t hi, uint32_t e) {
         for (uint32_t n = 1; n < e; n++) {
             int32_t mid = int32_t(1) << (n - 1);
@@ -483,7 +483,7 @@ private:
         return e;
     }
 
-    // groups_unflagged (src/kernels.rs) for base first + c and low widths m < width: a group is
+    // groups_unflagged (src/kernels/) for base first + c and low widths m < width: a group is
     // unflagged when gmax <= base and gmin > base - 2^m (group_flagged negated). Two Compares, an
     // And of the masks and a GatherMask count per (base, m).
     __aicore__ inline void groups_unflagged(uint32_t first, uint32_t candidates, uint32_t lo, uint32_t hi) {
@@ -546,7 +546,7 @@ private:
         return bestBytes;
     }
 
-    // FrameHeader::to_bytes (src/format.rs), a u32 at a time.
+    // FrameHeader::to_bytes (src/format/), a u32 at a time.
     __aicore__ inline void WriteFrameHeader() {
         LocalTensor<uint8_t> h = byteBuf.Get<uint8_t>()[256];
         put_u32(h, 0, layout.bytes);
@@ -587,7 +587,7 @@ private:
     // Pass B: split into planes, staged in the workspace
     // ---------------------------------------------------------------------------------------
 
-    // split (src/kernels.rs Fields::split) of a chunk into residual lo/hi and exponents, vector:
+    // split (src/kernels/ Fields::split) of a chunk into residual lo/hi and exponents, vector:
     // r = ((u & (2^M - 1)) | ((u >> (E + M)) << M)) >> k. `pair` holds lo at 0, hi at TILE.
     __aicore__ inline void split(const LocalTensor<uint8_t>& tile, uint32_t len, const LocalTensor<uint16_t>& pair,
                                  const LocalTensor<uint16_t>& x) {
@@ -617,7 +617,7 @@ private:
         }
     }
 
-    // groups_forward (src/kernels.rs): y = (b - x) mod 2^n, int16 lanes (no overflow).
+    // groups_forward (src/kernels/): y = (b - x) mod 2^n, int16 lanes (no overflow).
     __aicore__ inline void groups_forward(const LocalTensor<uint16_t>& x, uint32_t len) {
         LocalTensor<int16_t> v = x.ReinterpretCast<int16_t>();
         LocalTensor<int16_t> zeros = wideBuf.Get<int16_t>()[TILE];
@@ -641,7 +641,7 @@ private:
         }
     }
 
-    // group_flagged (src/kernels.rs) for every group, vector: flags[t] = (gmax > b) | (gmin <= b -
+    // group_flagged (src/kernels/) for every group, vector: flags[t] = (gmax > b) | (gmin <= b -
     // 2^m) as 0/1 from the sign bits of b - gmax and gmin - (b - 2^m + 1); staged as the flags
     // plane, and as the bit mask the high plane's GatherMask takes. Returns the flagged count.
     __aicore__ inline uint32_t flag_groups() {
@@ -803,7 +803,7 @@ private:
         }
     }
 
-    // pack_halving (src/kernels.rs) on `len` lanes into `words` lanes, p-bit fields:
+    // pack_halving (src/kernels/) on `len` lanes into `words` lanes, p-bit fields:
     // lanes[i] |= lanes[i + half] << ((half / words) * p), half = len / 2 down to `until`
     // (words, or 2 * words to leave the last round to the caller).
     __aicore__ inline void pack_halving(const LocalTensor<uint16_t>& lanes, uint32_t len, uint32_t words, uint32_t p,

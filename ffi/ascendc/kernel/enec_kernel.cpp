@@ -1,9 +1,9 @@
 // enec format v1 on Ascend AI Vector cores (Atlas A2, dav-2201): decode and encode kernels.
 //
-// This file is the device side. It mirrors src/kernels.rs function by function (same names,
+// This file is the device side. It mirrors src/kernels/ function by function (same names,
 // snake_case): split / merge, unpack_range / pack_halving, groups_forward / groups_inverse /
 // groups_width / group_flagged, ranking_new / choose_ranked, frame_stats (FrameStats::gather),
-// h32; and src/format.rs's frame layout (plane_at, frame_layout) and header checks
+// h32; and src/format/'s frame layout (plane_at, frame_layout) and header checks
 // (parse_frame_header). frame.rs's sequencing is KernelDecode::DecodeFrame and
 // KernelEncode::EncodeFrame. ffi/README.md has the table.
 //
