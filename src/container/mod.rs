@@ -17,6 +17,8 @@
 //! and offset is checked before use.
 //!
 //! ```
+//! # #[cfg(feature = "std")]
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use enec::container::{Container, PieceKind, PieceMeta, Writer};
 //!
 //! // Write a container holding one raw piece (a real writer streams it to a file).
@@ -38,7 +40,10 @@
 //! let mut out = [0u8; 17];
 //! container.decode_entry(i, &entry, &mut out)?;
 //! assert_eq!(&out, data);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "std"))]
+//! # fn main() {}
 //! ```
 //!
 //! About 800 lines of code and 350 of unit tests (hostile indexes, flips, truncation), kept
