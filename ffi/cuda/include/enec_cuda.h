@@ -65,8 +65,9 @@ typedef struct enec_cuda_batch {
   uint32_t max_elements;    /* largest frame, in elements */
   uint32_t max_coded_bytes; /* largest non-stored frame, in bytes */
   uint32_t dtype_mask;      /* bit (1 << dtype) for every dtype in the batch */
-  uint32_t max_entries;     /* largest escape plane (c2) of a ranked frame */
-  uint32_t reserved;
+  uint32_t max_entries;     /* largest escape-entry total (c2 + c3 + c4) of a ranked frame */
+  uint32_t general_frames;  /* frames for the general kernel (groups, or a length that is not a
+                               multiple of 1,024 up to 16,384); the rest take the column kernel */
   uint64_t decoded_bytes;   /* bytes the batch decodes to */
 } enec_cuda_batch;
 

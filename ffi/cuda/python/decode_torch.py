@@ -36,7 +36,7 @@ class Batch(ctypes.Structure):
         ("max_coded_bytes", ctypes.c_uint32),
         ("dtype_mask", ctypes.c_uint32),
         ("max_entries", ctypes.c_uint32),
-        ("reserved", ctypes.c_uint32),
+        ("general_frames", ctypes.c_uint32),
         ("decoded_bytes", ctypes.c_uint64),
     ]
 

@@ -1,6 +1,6 @@
 // The few device primitives the kernels use beyond plain CUDA C++, with a CPU model of each for
-// the simulator build (-DENEC_SIM, see sim/cuda_sim.h): named barriers, cp.async, look-back
-// loads/stores, dynamic shared memory, and the kernel launch.
+// the simulator build (-DENEC_SIM, see sim/cuda_sim.h): named barriers, byte_perm, funnel shifts,
+// cp.async, look-back loads/stores, dynamic shared memory, and the kernel launch.
 #pragma once
 
 #if defined(ENEC_SIM)
@@ -32,6 +32,9 @@ ENEC_DEV uint32_t byte_perm(uint32_t a, uint32_t b, uint32_t s) {
   for (int i = 0; i < 4; i++) r |= (uint32_t)((v >> (8 * ((s >> (4 * i)) & 7))) & 0xff) << (8 * i);
   return r;
 }
+ENEC_DEV uint32_t funnel_r(uint32_t lo, uint32_t hi, uint32_t sh) {
+  return (uint32_t)((((uint64_t)hi << 32) | lo) >> (sh & 31));
+}
 ENEC_DEV void cp_async16(void* smem, const void* gmem) { memcpy(smem, gmem, 16); }
 ENEC_DEV void cp_async_wait_all() {}
 ENEC_DEV uint64_t ld_volatile_u64(const uint64_t* p) { return *(const volatile uint64_t*)p; }
@@ -59,6 +62,7 @@ ENEC_DEV void bar_arrive_c(unsigned n) {
   asm volatile("bar.arrive %0, %1;" ::"n"(ID), "r"(n) : "memory");
 }
 ENEC_DEV uint32_t byte_perm(uint32_t a, uint32_t b, uint32_t s) { return __byte_perm(a, b, s); }
+ENEC_DEV uint32_t funnel_r(uint32_t lo, uint32_t hi, uint32_t sh) { return __funnelshift_r(lo, hi, sh); }
 ENEC_DEV void cp_async16(void* smem, const void* gmem) {
   unsigned s = (unsigned)__cvta_generic_to_shared(smem);
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");

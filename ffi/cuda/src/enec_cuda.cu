@@ -65,6 +65,7 @@ extern "C" int enec_cuda_index_stream(const void* host_stream, size_t host_len,
   const uint32_t first = batch->frames;
   uint32_t max_el = batch->max_elements, max_coded = batch->max_coded_bytes;
   uint32_t max_entries = batch->max_entries;
+  uint32_t general = batch->general_frames;
   for (uint32_t i = 0; i < info.frame_count; i++) {
     if (bad_frame) *bad_frame = i;
     if (host_len - at < kFrameHeaderBytes) return ENEC_CUDA_ERR_TRUNCATED;
@@ -92,7 +93,11 @@ extern "C" int enec_cuda_index_stream(const void* host_stream, size_t host_len,
     f.reserved = 0;
     if (elements > max_el) max_el = elements;
     if (h.coding != kStored && h.frame_bytes > max_coded) max_coded = h.frame_bytes;
-    if (h.coding == kRanked && h.counts[0] > max_entries) max_entries = h.counts[0];
+    if (h.coding == kRanked) {
+      const uint32_t entries = h.counts[0] + h.counts[1] + h.counts[2];
+      if (entries > max_entries) max_entries = entries;
+    }
+    if (!dev::column_frame(elements, h.coding)) general++;
     at += h.frame_bytes;
   }
   if (at != host_len) return ENEC_CUDA_ERR_TRAILING;
@@ -101,6 +106,7 @@ extern "C" int enec_cuda_index_stream(const void* host_stream, size_t host_len,
   batch->max_elements = max_el;
   batch->max_coded_bytes = max_coded;
   batch->max_entries = max_entries;
+  batch->general_frames = general;
   batch->dtype_mask |= 1u << info.dtype;
   batch->decoded_bytes += info.decoded_bytes;
   return ENEC_CUDA_OK;
@@ -113,6 +119,28 @@ extern "C" int enec_cuda_decode(const enec_cuda_frame* d_frames, const enec_cuda
   auto a16 = [](uint32_t x) { return (x + 15u) & ~15u; };
   const bool verify = verify_checksums != 0;
   const uint32_t eb = (batch->dtype_mask & (1u << ENEC_CUDA_FP32)) ? 4 : 2;
+  cudaStream_t s = (cudaStream_t)stream;
+  if (batch->general_frames < batch->frames) {
+    // The column kernel: ring, per-(row, thread) escape starts, the escape levels' arrays (at
+    // most three of up to kColMaxElements entries, each padded by up to 31 bytes).
+    dev::ColSmem C;
+    C.ring = 0;
+    C.rows = dev::kSlots * dev::kColUnit * eb;
+    C.esc = C.rows + dev::kColRows * dev::kColThreads * 4;
+    const uint32_t cap = dev::kColMaxEscapeLevels * dev::kColMaxElements;
+    C.esc_cap = a16((batch->max_entries < cap ? batch->max_entries : cap) + 32 * dev::kColMaxEscapeLevels);
+    const uint32_t smem = C.esc + C.esc_cap;
+    if (verify) {
+      cudaFuncSetAttribute(dev::decode_columns_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      ENEC_LAUNCH(dev::decode_columns_kernel<true>, batch->frames, dev::kColAll, smem, s, d_frames,
+                  batch->frames, C, d_status);
+    } else {
+      cudaFuncSetAttribute(dev::decode_columns_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      ENEC_LAUNCH(dev::decode_columns_kernel<false>, batch->frames, dev::kColThreads, smem, s, d_frames,
+                  batch->frames, C, d_status);
+    }
+  }
+  if (batch->general_frames == 0) return cudaGetLastError() == cudaSuccess ? ENEC_CUDA_OK : ENEC_CUDA_ERR_LAUNCH;
   dev::DecSmem L;
   // Region: a staged groups frame, or the ranked level buffers.
   L.stage_cap = a16(batch->max_coded_bytes < kMaxStageBytes ? batch->max_coded_bytes : kMaxStageBytes);
@@ -126,7 +154,6 @@ extern "C" int enec_cuda_decode(const enec_cuda_frame* d_frames, const enec_cuda
   L.ring = region;
   L.pre = L.ring + (verify ? dev::kSlots * dev::kChunk * eb : 0);
   const uint32_t smem = L.pre + a16(2 * ((batch->max_elements + 15) / 16));
-  cudaStream_t s = (cudaStream_t)stream;
   if (verify) {
     cudaFuncSetAttribute(dev::decode_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     cudaFuncSetAttribute(dev::decode_kernel<true>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);

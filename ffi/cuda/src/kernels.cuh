@@ -284,6 +284,25 @@ ENEC_DEV void store8(uint8_t* dst, uint32_t i0, uint32_t valid, bool vec, const 
 // Decode
 // ---------------------------------------------------------------------------------------------
 
+// Parses and checks a frame's header against its index entry and computes its layout (one
+// thread); 0 or the frame's error.
+ENEC_DEV uint32_t frame_prologue(const enec_cuda_frame& fr, const uint8_t* gsrc, const DtypeInfo& d,
+                                 FrameHeader& h, Layout& lay) {
+  uint8_t hb[32];
+  const uint4 a = ((const uint4*)gsrc)[0], b = ((const uint4*)gsrc)[1];
+  memcpy(hb, &a, 16);
+  memcpy(hb + 16, &b, 16);
+  uint32_t err = parse_frame_header(hb, d, &h);
+  if (!err && (h.elements != fr.elements || fr.elements == 0)) err = kErrElements;
+  if (!err && h.coding != fr.coding) err = kErrHeader;
+  if (!err) {
+    layout_new(d, fr.elements, h, &lay);
+    if (lay.bytes != h.frame_bytes || h.frame_bytes != fr.frame_bytes) err = kErrSize;
+  }
+  if (!err && !fr.checksums && h.checksum != 0) err = kErrChecksumField;
+  return err;
+}
+
 struct DecShared {
   FrameHeader h;
   Layout lay;
@@ -589,18 +608,7 @@ ENEC_DEV void decode_frame(const enec_cuda_frame& fr, uint32_t f, const DecSmem&
   DtypeInfo d = {8, 7, 2};
   dtype_info(DT, &d);
   if (tid == 0) {
-    uint8_t hb[32];
-    const uint4 a = ((const uint4*)gsrc)[0], b = ((const uint4*)gsrc)[1];
-    memcpy(hb, &a, 16);
-    memcpy(hb + 16, &b, 16);
-    uint32_t err = parse_frame_header(hb, d, &S.h);
-    if (!err && (S.h.elements != fr.elements || fr.elements == 0)) err = kErrElements;
-    if (!err && S.h.coding != fr.coding) err = kErrHeader;
-    if (!err) {
-      layout_new(d, fr.elements, S.h, &S.lay);
-      if (S.lay.bytes != S.h.frame_bytes || S.h.frame_bytes != fr.frame_bytes) err = kErrSize;
-    }
-    if (!err && !fr.checksums && S.h.checksum != 0) err = kErrChecksumField;
+    const uint32_t err = frame_prologue(fr, gsrc, d, S.h, S.lay);
     S.status = err;
     S.staged = (!err && S.h.coding == kGroups && fr.frame_bytes <= L.stage_cap) ? 1 : 0;
   }
@@ -733,6 +741,15 @@ ENEC_DEV void decode_frame(const enec_cuda_frame& fr, uint32_t f, const DecSmem&
   if (tid == 0) status[f] = S.status;
 }
 
+}  // namespace dev
+}  // namespace enec
+
+// The column kernel, which takes every frame the general kernel below leaves.
+#include "decode_columns.cuh"
+
+namespace enec {
+namespace dev {
+
 template <bool VERIFY>
 __global__ void __launch_bounds__(kAllThreads, 3)
     decode_kernel(const enec_cuda_frame* frames, uint32_t n, DecSmem L, uint32_t* status) {
@@ -740,6 +757,7 @@ __global__ void __launch_bounds__(kAllThreads, 3)
   const uint32_t f = blockIdx.x;
   if (f >= n) return;
   const enec_cuda_frame fr = frames[f];
+  if (column_frame(fr.elements, fr.coding)) return;  // decode_columns_kernel's
   if (fr.dtype == ENEC_CUDA_BF16) {
     decode_frame<1, VERIFY>(fr, f, L, status, S);
   } else if (fr.dtype == ENEC_CUDA_FP16) {
