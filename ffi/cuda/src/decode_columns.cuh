@@ -45,7 +45,7 @@ struct ColShared {
   uint32_t esc_at[kColMaxEscapeLevels + 1];  // byte offset of each escape level's array
   uint32_t tot[2][kColWarps];
   uint64_t tot64[4][kColWarps];
-  uint8_t table[256];
+  uint8_t table[272];  // the symbol table, zero past its end (8-byte windows stay inside)
 };
 
 // Offsets in the column kernel's dynamic shared memory (bytes, computed by the host).
@@ -116,6 +116,30 @@ ENEC_DEV uint32_t col_escapes(const uint32_t (&c)[4], uint32_t m1) {
 #pragma unroll
   for (uint32_t q = 0; q < 4; q++) m |= (((c[q] + 0x10001u) >> m1) & 0x10001u) << (2 * q);
   return (m | (m >> 15)) & 0xffu;
+}
+
+// Escape mask of 8 codes held one per byte (lo: codes 0-3, hi: 4-7) of width w: bit q set
+// when code q is all ones.
+ENEC_DEV uint32_t col_escapes8(uint32_t lo, uint32_t hi, uint32_t w) {
+  if (w <= 3) {  // code + 1 stays inside its byte
+    const uint32_t ml = ((lo + 0x01010101u) >> w) & 0x01010101u;
+    const uint32_t mh = ((hi + 0x01010101u) >> w) & 0x01010101u;
+    return ((ml * 0x10204080u) >> 28) | (((mh * 0x10204080u) >> 28) << 4);
+  }
+  const uint32_t ec = (1u << w) - 1;
+  uint32_t m = 0;
+#pragma unroll
+  for (uint32_t q = 0; q < 4; q++) {
+    m |= (((lo >> (8 * q)) & 0xffu) == ec ? 1u : 0u) << q;
+    m |= (((hi >> (8 * q)) & 0xffu) == ec ? 1u : 0u) << (q + 4);
+  }
+  return m;
+}
+
+// Byte_perm selector of four byte-sized codes below 8.
+ENEC_DEV uint32_t nibbles4(uint32_t bytes) {
+  const uint32_t y = (bytes | (bytes >> 4)) & 0x00ff00ffu;
+  return (y | (y >> 8)) & 0xffffu;
 }
 
 // Bytes of the escaped elements: escaped element q takes byte `rank` (its count of escaped
@@ -229,38 +253,59 @@ ENEC_DEV bool col_escape_levels(const uint8_t* fb, ColShared& S, uint8_t* esc, u
     if (!any) break;
     col_bar();
   }
-  // Resolve levels L .. 2 (plane L-1 .. 1): codes to exponents, escapes to the next array.
+  // Resolve levels L .. 2 (plane L-1 .. 1): codes to exponents, escapes to the next array. Each
+  // thread takes 32 consecutive entries of a 4,096-entry chunk, 8 at a time as in the rows.
   for (uint32_t idx = levels - 1; idx >= 1 && idx < levels; idx--) {
     const Plane& pl = S.lay.planes[idx];
     const uint32_t count = pl.count, next = S.lay.planes[idx + 1].count;
-    const uint32_t ec = (1u << S.h.widths[idx]) - 1, start = S.lay.starts[idx];
+    const uint32_t w = S.h.widths[idx], start = S.lay.starts[idx];
+    const bool small = w <= 3;
+    const uint32_t* tw = (const uint32_t*)S.table + (start >> 2);
+    const uint32_t t0 = funnel_r(tw[0], tw[1], 8 * (start & 3));
+    const uint32_t t1 = funnel_r(tw[1], tw[2], 8 * (start & 3));
     uint8_t* T = esc + S.esc_at[idx];
     const uint8_t* Tn = esc + S.esc_at[idx + 1];
     uint32_t carry = 0;
-    for (uint32_t c0 = 0; c0 < count; c0 += kColUnit) {
-      const uint32_t e0 = c0 + tid * 8;
-      const uint32_t valid = e0 < count ? (count - e0 < 8 ? count - e0 : 8) : 0;
-      const uint2 raw = valid ? *(const uint2*)(T + e0) : make_uint2(0, 0);
-      uint32_t v[8], mask = 0;
+    for (uint32_t c0 = 0; c0 < count; c0 += 4 * kColUnit) {
+      uint32_t lo[4], hi[4], m[4], n = 0;
 #pragma unroll
-      for (uint32_t q = 0; q < 8; q++) {
-        v[q] = ((q < 4 ? raw.x : raw.y) >> (8 * (q & 3))) & 0xffu;
-        mask |= (q < valid && v[q] == ec) ? 1u << q : 0;
+      for (uint32_t i = 0; i < 4; i++) {
+        const uint32_t e0 = c0 + (4 * tid + i) * 8;
+        const uint32_t valid = e0 < count ? (count - e0 < 8 ? count - e0 : 8) : 0;
+        const uint2 raw = valid ? *(const uint2*)(T + e0) : make_uint2(0, 0);
+        lo[i] = raw.x;
+        hi[i] = raw.y;
+        m[i] = (col_escapes8(raw.x, raw.y, w) & ((1u << valid) - 1));
+        n += __popc(m[i]);
       }
       uint32_t total;
-      uint32_t pos = carry + col_scan(__popc(mask), S.tot, par, total);
+      uint32_t pos = carry + col_scan(n, S.tot, par, total);
       if (carry + total > next) return false;  // uniform
       carry += total;
-      if (valid) {
-        uint32_t lo = 0, hi = 0;
 #pragma unroll
-        for (uint32_t q = 0; q < 8; q++) {
-          uint32_t x = 0;
-          if (q < valid) x = ((mask >> q) & 1) ? Tn[pos++] : S.table[start + v[q]];
-          if (q < 4) lo |= x << (8 * q);
-          else hi |= x << (8 * (q - 4));
+      for (uint32_t i = 0; i < 4; i++) {
+        const uint32_t e0 = c0 + (4 * tid + i) * 8;
+        if (e0 < count) {
+          uint32_t xlo, xhi;
+          if (small) {
+            xlo = byte_perm(t0, t1, nibbles4(lo[i]));
+            xhi = byte_perm(t0, t1, nibbles4(hi[i]));
+          } else {
+            xlo = xhi = 0;
+#pragma unroll
+            for (uint32_t q = 0; q < 4; q++) {
+              xlo |= (uint32_t)S.table[(start + ((lo[i] >> (8 * q)) & 0xffu)) & 0xffu] << (8 * q);
+              xhi |= (uint32_t)S.table[(start + ((hi[i] >> (8 * q)) & 0xffu)) & 0xffu] << (8 * q);
+            }
+          }
+          if (m[i]) {
+            const uint32_t* wp = (const uint32_t*)(Tn + (pos & ~3u));
+            const uint32_t sh = 8 * (pos & 3);
+            col_take_escapes(m[i], funnel_r(wp[0], wp[1], sh), funnel_r(wp[1], wp[2], sh), xlo, xhi);
+          }
+          *(uint2*)(T + e0) = make_uint2(xlo, xhi);
+          pos += __popc(m[i]);
         }
-        *(uint2*)(T + e0) = make_uint2(lo, hi);
       }
     }
     if (carry != next) return false;
@@ -289,17 +334,25 @@ ENEC_DEV void col_ranked(const uint8_t* fb, ColShared& S, const ColSmem& L, uint
   const uint32_t m1 = S.h.widths[0];
   // (2) Escape masks of every row, and the first escape entry of each (row, octet).
   if (ok) {
+    // Rows 4b .. 4b+3 in msk[b] (a byte each) and cnt[b] (16-bit counters), shifted in so
+    // that the row loop needs no run-time register index.
     uint64_t cnt[4] = {0, 0, 0, 0};
     uint32_t msk[4] = {0, 0, 0, 0};
-    if (act) {
+    for (uint32_t b = 0; b < 4; b++) {
+      uint32_t mb = 0;
+      uint64_t cb = 0;
+      if (act) {
 #pragma unroll
-      for (uint32_t r = 0; r < kColRows; r++) {
-        uint32_t c[4];
-        col_fields<false>(fb, l1, C, r, tid, c);
-        const uint32_t m = col_escapes(c, m1);
-        msk[r >> 2] |= m << (8 * (r & 3));
-        cnt[r >> 2] += (uint64_t)__popc(m) << (16 * (r & 3));
+        for (uint32_t q = 0; q < 4; q++) {
+          uint32_t c[4];
+          col_fields<false>(fb, l1, C, 4 * b + q, tid, c);
+          const uint32_t m = col_escapes(c, m1);
+          mb |= m << (8 * q);
+          cb |= (uint64_t)__popc(m) << (16 * q);
+        }
       }
+      msk[0] = msk[1]; msk[1] = msk[2]; msk[2] = msk[3]; msk[3] = mb;
+      cnt[0] = cnt[1]; cnt[1] = cnt[2]; cnt[2] = cnt[3]; cnt[3] = cb;
     }
     const uint32_t lane = tid & 31, warp = tid >> 5;
     uint64_t incl[4];
@@ -433,7 +486,7 @@ ENEC_DEV void col_frame(const enec_cuda_frame& fr, uint32_t f, const ColSmem& L,
   }
   const uint32_t N = fr.elements;
   if (S.h.coding == kRanked) {
-    for (uint32_t t = tid; t < 256; t += blockDim.x) {
+    for (uint32_t t = tid; t < sizeof S.table; t += blockDim.x) {
       const uint8_t x = t < S.lay.table_len ? gsrc[S.lay.table_at + t] : 0;
       S.table[t] = x;
       if (x >> d.e) atomicOr(&S.status, (uint32_t)kErrTable);
