@@ -18,7 +18,10 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 target=thumbv7em-none-eabihf
-elf=target/$target/release/enec-cortex-m
+# Wherever cargo puts its output (CARGO_TARGET_DIR, build.target-dir): cargo says where.
+target_dir=$(cargo metadata --format-version 1 --no-deps |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+elf=$target_dir/$target/release/enec-cortex-m
 qemu=(qemu-system-arm -cpu cortex-m4 -machine mps2-an386 -nographic
     -semihosting-config enable=on,target=native -kernel "$elf")
 

@@ -52,7 +52,8 @@ else
 fi
 
 step "build ($ARCH)"
-FLAGS="-O3 -std=c++17 -arch=$ARCH -lineinfo"
+# Any warning fails the build, as in compile_check.sh (CI): nvcc, host compiler, ptxas, spills.
+FLAGS="-O3 -std=c++17 -arch=$ARCH -lineinfo -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror -Xptxas -warn-spills,-Werror"
 $NVCC $FLAGS -Xcompiler -fPIC -Xptxas -v -c src/enec_cuda.cu -o build/enec_cuda.o 2> build/ptxas.txt &
 p1=$!
 $NVCC $FLAGS -c tests/cross_check.cu -o build/cross_check.o &
