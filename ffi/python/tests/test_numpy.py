@@ -200,3 +200,28 @@ def test_failed_conversions_leave_no_file(checkpoint, tmp_path):
     assert sorted(tmp_path.iterdir()) == before
     with pytest.raises(FileNotFoundError):
         enec.compress_file(original, tmp_path / "no such folder" / "x.enec")
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.linspace(-1, 1, 3000, dtype=np.float32).astype(ml_dtypes.bfloat16),  # an enec piece
+        np.arange(-3, 5, dtype=np.int64).reshape(2, 4),  # a verbatim piece
+    ],
+    ids=["bf16", "i64"],
+)
+def test_a_tensor_named_empty_loads(tmp_path, array):
+    """safetensors allows the name "": that tensor is loaded like any other."""
+    tensors = {"": array, "after": np.ones(3, np.float32)}
+    original = tmp_path / "empty-name.safetensors"
+    safetensors.numpy.save_file(tensors, str(original))
+    compressed = tmp_path / "empty-name.enec"
+    enec.compress_file(original, compressed)
+    assert_same(enec.numpy.load_file(compressed), tensors)
+    assert_same(enec.numpy.load(compressed.read_bytes()), tensors)
+    with enec.safe_open(compressed, framework="np") as f:
+        assert f.keys() == ["", "after"]
+        assert f.get_tensor("").tobytes() == array.tobytes()
+        assert f.get_slice("").get_shape() == list(array.shape)
+    enec.decompress_file(compressed, tmp_path / "restored")
+    assert (tmp_path / "restored").read_bytes() == original.read_bytes()
