@@ -185,6 +185,41 @@ fn safetensors_round_trip() {
     assert!(kinds.contains(&("model.scale".into(), PieceKind::Enec)));
 }
 
+/// A tensor named "" is a tensor of the container (enec or raw), found and listed like any.
+#[test]
+fn a_tensor_named_empty_is_kept() {
+    let dir = Dir::new();
+    let bf: Vec<u8> = values(2000, 0.3)
+        .iter()
+        .flat_map(|&x| bf16::from_f32(x).to_le_bytes())
+        .collect();
+    let ids: Vec<u8> = (0..4i64).flat_map(i64::to_le_bytes).collect();
+    for (dtype, shape, bytes, kind) in [
+        ("BF16", 2000, &bf, PieceKind::Enec),
+        ("I64", 4, &ids, PieceKind::Raw),
+    ] {
+        let header =
+            json!({"": {"dtype": dtype, "shape": [shape], "data_offsets": [0, bytes.len()]}});
+        let json = header.to_string().into_bytes();
+        let mut file = (json.len() as u64).to_le_bytes().to_vec();
+        file.extend_from_slice(&json);
+        file.extend_from_slice(bytes);
+        let input = dir.write("empty-name.safetensors", &file);
+        let packed = dir.path("empty-name.enec");
+        let said = ok(&["compress", "--force", p(&input), p(&packed)]);
+        assert!(said.contains("1 tensors"), "{said}");
+        let container = std::fs::read(&packed).unwrap();
+        let c = Container::parse(&container).unwrap();
+        let (i, e) = c.find("").unwrap();
+        assert_eq!((e.kind, e.dtype, &e.shape[..]), (kind, dtype, &[shape][..]));
+        let mut out = vec![0u8; bytes.len()];
+        c.decode_entry(i, &e, &mut out).unwrap();
+        assert_eq!(&out, bytes);
+        assert_eq!(c.entries().filter(|(_, e)| e.is_tensor()).count(), 1);
+        assert!(ok(&["info", p(&packed)]).contains("\"\""));
+    }
+}
+
 #[test]
 fn options_and_threads_give_the_same_original() {
     let dir = Dir::new();

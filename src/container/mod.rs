@@ -229,9 +229,10 @@ pub fn dtype_from_safetensors(name: &str) -> Option<Dtype> {
 pub struct Entry<'a> {
     /// How the piece is stored.
     pub kind: PieceKind,
-    /// Tensor name; empty for pieces that are not a tensor (file header, gaps, trailer).
+    /// Tensor name (a tensor may be named `""`); empty for pieces that are not a tensor.
     pub name: &'a str,
-    /// The original file's dtype name (`BF16`, `I64`, ...); empty for pieces that are not a tensor.
+    /// The original file's dtype name (`BF16`, `I64`, ...); empty exactly for pieces that are not
+    /// a tensor (file header, gaps, trailer): see [`Entry::is_tensor`].
     pub dtype: &'a str,
     /// Tensor shape; empty for scalars and for pieces that are not a tensor.
     pub shape: heapless::Vec<u64, MAX_RANK>,
@@ -295,9 +296,10 @@ impl<'a> Entry<'a> {
         }
     }
 
-    /// Whether this piece is a tensor of the original file (it has a name).
+    /// Whether this piece is a tensor of the original file: it has a dtype or a name. The name
+    /// alone cannot tell, as a tensor may be named `""`; pieces that are not tensors have neither.
     pub fn is_tensor(&self) -> bool {
-        !self.name.is_empty()
+        !self.dtype.is_empty() || !self.name.is_empty()
     }
 
     /// The start of `out` that receives this piece (entry `number`) restored: its
@@ -667,9 +669,10 @@ impl<'a> Index<'a> {
         }
     }
 
-    /// The first entry named `name` (a tensor), with its number.
+    /// The first tensor named `name`, with its entry number.
     pub fn find(&self, name: &str) -> Option<(u64, Entry<'a>)> {
-        self.entries().find(|(_, e)| e.name == name)
+        self.entries()
+            .find(|(_, e)| e.is_tensor() && e.name == name)
     }
 }
 
@@ -749,7 +752,7 @@ impl<'a> Container<'a> {
         self.index.entries()
     }
 
-    /// The first entry named `name`, with its number.
+    /// The first tensor named `name`, with its entry number.
     pub fn find(&self, name: &str) -> Option<(u64, Entry<'a>)> {
         self.index.find(name)
     }
@@ -978,6 +981,34 @@ mod tests {
         assert_eq!(c.index().entry_count(), 6);
         let names: Vec<&str> = c.entries().map(|(_, e)| e.name).collect();
         assert_eq!(names, ["", "a.weight", "ids", "", "b.bias", "empty"]);
+    }
+
+    /// A tensor named "" is a tensor (told from gaps by its dtype), raw or enec alike.
+    #[test]
+    fn tensors_named_empty() {
+        let mut pieces = pieces();
+        pieces[1].0 = "";
+        pieces[2].0 = "";
+        let (file, original) = build(&pieces);
+        assert_eq!(restore(&file).unwrap(), original);
+        let c = Container::parse(&file).unwrap();
+        let tensors: Vec<(&str, &str)> = c
+            .entries()
+            .filter(|(_, e)| e.is_tensor())
+            .map(|(_, e)| (e.name, e.dtype))
+            .collect();
+        assert_eq!(
+            tensors,
+            [
+                ("", "BF16"),
+                ("", "I64"),
+                ("b.bias", "BF16"),
+                ("empty", "F32")
+            ]
+        );
+        let (i, e) = c.find("").unwrap();
+        assert_eq!((i, e.kind), (1, PieceKind::Enec));
+        assert!(!c.entries().next().unwrap().1.is_tensor());
     }
 
     #[test]

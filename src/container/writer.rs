@@ -12,9 +12,10 @@ use super::{HEADER_BYTES, MAX_RANK};
 pub struct PieceMeta<'a> {
     /// How the payload is stored.
     pub kind: PieceKind,
-    /// Tensor name; empty for pieces that are not a tensor.
+    /// Tensor name (a tensor may be named `""`); empty for pieces that are not a tensor.
     pub name: &'a str,
-    /// The original file's dtype name; empty for pieces that are not a tensor.
+    /// The original file's dtype name; empty for pieces that are not a tensor. A tensor named
+    /// `""` needs one: readers tell tensors by their name or dtype ([`super::Entry::is_tensor`]).
     pub dtype: &'a str,
     /// Tensor shape: at most [`MAX_RANK`] dimensions.
     pub shape: &'a [u64],

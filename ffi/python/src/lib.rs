@@ -12,20 +12,23 @@ use enec::format::MAGIC as STREAM_MAGIC;
 use enec::{Coding, Dtype, EncodeOptions};
 use memmap2::Mmap;
 use pyo3::create_exception;
-use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::exceptions::{PyIsADirectoryError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 mod convert;
 use convert::Failure;
 mod decode;
+mod header;
 // The CLI's safetensors reader: the same file, so both read checkpoints identically.
 #[allow(dead_code)]
 #[path = "../../../src/bin/enec/safetensors.rs"]
 mod safetensors;
 
+// Made in the public module `enec`, where pickle finds it again (an error raised in a worker
+// process reaches its parent whole).
 create_exception!(
-    _enec,
+    enec,
     EnecError,
     PyValueError,
     "A file is not a valid enec or safetensors file, or is damaged (the message names the tensor and frame)."
@@ -42,9 +45,23 @@ fn os_error(path: &Path, e: std::io::Error) -> PyErr {
     ))
 }
 
+/// The error for a tensor name that `file` holds twice.
+fn repeated(file: &str, name: &str) -> PyErr {
+    enec_error(format!(
+        "{file}: two tensors are named \"{name}\": safetensors refuses such a file, and enec loads \
+         none of it (enec.decompress_file still restores it byte for byte)"
+    ))
+}
+
 /// Maps a file into memory (read-only).
-fn map(path: &Path) -> PyResult<Mmap> {
+fn map(py: Python<'_>, path: &Path) -> PyResult<Mmap> {
     let file = File::open(path).map_err(|e| os_error(path, e))?;
+    // A folder opens, but cannot be mapped ("No such device"): say what it is.
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        let errno = py.import("errno")?.getattr("EISDIR")?;
+        let message = format!("{}: is a directory, not a file", path.display());
+        return Err(PyIsADirectoryError::new_err((errno.unbind(), message)));
+    }
     // SAFETY: the map is only read; like every reader of a mapped file, we rely on nobody
     // truncating the file while it is open (the checksums catch bytes changed meanwhile).
     unsafe { Mmap::map(&file) }.map_err(|e| os_error(path, e))
@@ -74,9 +91,27 @@ fn write_atomically<T>(
     })
 }
 
+/// The `threads` keyword: a number of worker threads, at least 1.
+struct Threads(usize);
+
+impl<'py> FromPyObject<'py> for Threads {
+    fn extract_bound(value: &Bound<'py, PyAny>) -> PyResult<Threads> {
+        match value.extract::<i64>() {
+            Ok(n) if n >= 1 => Ok(Threads(usize::try_from(n).unwrap_or(usize::MAX))),
+            Ok(n) => Err(PyValueError::new_err(format!(
+                "threads={n}: expected a number of threads >= 1, or None for all cores"
+            ))),
+            Err(e) if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(value.py()) => Err(
+                PyValueError::new_err("threads: too large a number of threads"),
+            ),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 /// Worker threads: `None` means all cores (the library's 0).
-fn threads(threads: Option<usize>) -> usize {
-    threads.unwrap_or(0)
+fn threads(threads: Option<Threads>) -> usize {
+    threads.map_or(0, |Threads(n)| n)
 }
 
 fn coding(name: &str) -> PyResult<Coding> {
@@ -113,10 +148,10 @@ fn compress_file(
     coding: &str,
     frame: u32,
     checksums: bool,
-    threads: Option<usize>,
+    threads: Option<Threads>,
 ) -> PyResult<u64> {
     let options = options(coding, frame, checksums)?;
-    let data = map(&src)?;
+    let data = map(py, &src)?;
     compress_into(
         py,
         &src.display().to_string(),
@@ -134,7 +169,7 @@ fn compress_into(
     data: &[u8],
     dst: &Path,
     options: &EncodeOptions,
-    threads: Option<usize>,
+    threads: Option<Threads>,
 ) -> PyResult<u64> {
     py.allow_threads(|| {
         write_atomically(dst, |out| {
@@ -156,7 +191,7 @@ fn compress_bytes(
     coding: &str,
     frame: u32,
     checksums: bool,
-    threads: Option<usize>,
+    threads: Option<Threads>,
 ) -> PyResult<u64> {
     let options = options(coding, frame, checksums)?;
     compress_into(py, "<bytes>", data, &dst, &options, threads)
@@ -174,9 +209,9 @@ fn decompress_file(
     py: Python<'_>,
     src: PathBuf,
     dst: PathBuf,
-    threads: Option<usize>,
+    threads: Option<Threads>,
 ) -> PyResult<u64> {
-    let data = map(&src)?;
+    let data = map(py, &src)?;
     let name = src.display().to_string();
     py.allow_threads(|| {
         write_atomically(&dst, |out| {
@@ -204,6 +239,8 @@ impl Backing {
 #[pyclass(frozen, module = "enec._enec")]
 struct Checkpoint {
     name: String,
+    /// Decoding threads (0: all cores).
+    threads: usize,
     container: Container<'static>,
     /// The tensors, in file order, with their entry numbers.
     tensors: Vec<(u64, Entry<'static>)>,
@@ -217,7 +254,7 @@ struct Checkpoint {
 
 impl Checkpoint {
     /// Parses the bytes of `backing`.
-    fn new(py: Python<'_>, name: String, backing: Backing) -> PyResult<Checkpoint> {
+    fn new(py: Python<'_>, name: String, backing: Backing, threads: usize) -> PyResult<Checkpoint> {
         let bytes = backing.bytes(py);
         // SAFETY: `backing` owns these bytes (a read-only map or an immutable Python bytes
         // object), keeps them at the same address when it moves, and is stored in the same
@@ -245,32 +282,52 @@ impl Checkpoint {
         }
         let mut by_name = HashMap::with_capacity(tensors.len());
         for (i, (_, entry)) in tensors.iter().enumerate() {
-            by_name.entry(entry.name).or_insert(i);
+            if by_name.insert(entry.name, i).is_some() {
+                return Err(repeated(&name, entry.name));
+            }
         }
-        Ok(Checkpoint {
+        let checkpoint = Checkpoint {
             name,
+            threads,
             container,
             tensors,
             by_name,
             header,
             _backing: backing,
-        })
+        };
+        // The safetensors header may name a tensor twice (the index then holds one of them, the
+        // other's bytes lie in a gap): one tensor would be lost without a word.
+        if checkpoint.header.is_some() {
+            if let Some(twice) = header::repeated_name(&checkpoint.header_bytes()?) {
+                return Err(repeated(&checkpoint.name, &twice));
+            }
+        }
+        Ok(checkpoint)
     }
 }
 
 #[pymethods]
 impl Checkpoint {
-    /// Opens the enec checkpoint at `path` (memory-mapped; only the index is read).
+    /// Opens the enec checkpoint at `path` (memory-mapped; only the index and the safetensors
+    /// header are read), to be decoded on `threads` threads (`None`: all cores).
     #[staticmethod]
-    fn open(py: Python<'_>, path: PathBuf) -> PyResult<Checkpoint> {
-        let data = map(&path)?;
-        Checkpoint::new(py, path.display().to_string(), Backing::Map(data))
+    #[pyo3(signature = (path, threads = None))]
+    fn open(py: Python<'_>, path: PathBuf, threads: Option<Threads>) -> PyResult<Checkpoint> {
+        let threads = self::threads(threads);
+        let data = map(py, &path)?;
+        Checkpoint::new(py, path.display().to_string(), Backing::Map(data), threads)
     }
 
-    /// Opens the enec checkpoint held in `data`.
+    /// Opens the enec checkpoint held in `data`, to be decoded on `threads` threads.
     #[staticmethod]
-    fn from_bytes(py: Python<'_>, data: Bound<'_, PyBytes>) -> PyResult<Checkpoint> {
-        Checkpoint::new(py, "<bytes>".into(), Backing::Bytes(data.unbind()))
+    #[pyo3(signature = (data, threads = None))]
+    fn from_bytes(
+        py: Python<'_>,
+        data: Bound<'_, PyBytes>,
+        threads: Option<Threads>,
+    ) -> PyResult<Checkpoint> {
+        let backing = Backing::Bytes(data.unbind());
+        Checkpoint::new(py, "<bytes>".into(), backing, self::threads(threads))
     }
 
     /// The tensors in file order: (name, safetensors dtype, shape, bytes, offset in the
@@ -302,30 +359,17 @@ impl Checkpoint {
 
     /// The original safetensors header (its 8-byte length and JSON), checksum verified.
     fn header<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let Some((number, entry)) = &self.header else {
-            return Err(enec_error(format!("{}: no safetensors header", self.name)));
-        };
-        let mut out = vec![0u8; entry.original_len as usize];
-        decode::entry(&self.name, &self.container, *number, entry, &mut out, 1)
-            .map_err(enec_error)?;
-        Ok(PyBytes::new(py, &out))
+        Ok(PyBytes::new(py, &self.header_bytes()?))
     }
 
     /// Restores the whole original file into the memory at `address`: a writable, contiguous
     /// block of `length` bytes (which must be the original file's length), kept alive by the
-    /// caller. Small pieces and the frames of large ones are shared among `threads` threads,
-    /// the GIL released.
-    #[pyo3(signature = (address, length, threads = None))]
-    fn decode_all_into(
-        &self,
-        py: Python<'_>,
-        address: usize,
-        length: u64,
-        threads: Option<usize>,
-    ) -> PyResult<()> {
+    /// caller. Small pieces and the frames of large ones are shared among the checkpoint's
+    /// threads, the GIL released.
+    fn decode_all_into(&self, py: Python<'_>, address: usize, length: u64) -> PyResult<()> {
         let original = self.container.original_len();
         let len = self.memory_for(address, length, original, || "the original file".into())?;
-        let threads = self::threads(threads);
+        let threads = self.threads;
         py.allow_threads(|| {
             // SAFETY: checked by `memory_for`, promised by the caller.
             let out = unsafe { caller_memory(address, len) };
@@ -341,15 +385,14 @@ impl Checkpoint {
 
     /// Decodes the tensor at position `index` of `tensors()` into the memory at `address`: a
     /// writable, contiguous block of `length` bytes (which must be the tensor's byte length),
-    /// kept alive by the caller. Frames are spread over `threads` threads, the GIL released.
-    #[pyo3(signature = (index, address, length, threads = None))]
+    /// kept alive by the caller. Frames are spread over the checkpoint's threads, the GIL
+    /// released.
     fn decode_tensor_into(
         &self,
         py: Python<'_>,
         index: usize,
         address: usize,
         length: u64,
-        threads: Option<usize>,
     ) -> PyResult<()> {
         let (number, entry) = self
             .tensors
@@ -358,7 +401,7 @@ impl Checkpoint {
         let len = self.memory_for(address, length, entry.original_len, || {
             entry.describe().to_string()
         })?;
-        let threads = self::threads(threads);
+        let threads = self.threads;
         py.allow_threads(|| {
             // SAFETY: checked by `memory_for`, promised by the caller.
             let out = unsafe { caller_memory(address, len) };
@@ -369,6 +412,17 @@ impl Checkpoint {
 }
 
 impl Checkpoint {
+    /// The bytes before the first tensor (the safetensors header), checksum verified.
+    fn header_bytes(&self) -> PyResult<Vec<u8>> {
+        let Some((number, entry)) = &self.header else {
+            return Err(enec_error(format!("{}: no safetensors header", self.name)));
+        };
+        let mut out = vec![0u8; entry.original_len as usize];
+        decode::entry(&self.name, &self.container, *number, entry, &mut out, 1)
+            .map_err(enec_error)?;
+        Ok(out)
+    }
+
     /// Checks the caller's memory at `address` of `length` bytes against the `needed` bytes of
     /// `what`; returns its length.
     fn memory_for(
@@ -409,6 +463,7 @@ unsafe fn caller_memory<'m>(address: usize, len: usize) -> &'m mut [u8] {
 /// The compiled half of the `enec` package.
 #[pymodule]
 fn _enec(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("EnecError", m.py().get_type::<EnecError>())?;
     m.add_class::<Checkpoint>()?;
     m.add_function(wrap_pyfunction!(compress_file, m)?)?;

@@ -1,6 +1,8 @@
 """enec.numpy and the conversions, against safetensors itself."""
 
+import importlib.metadata
 import pathlib
+import pickle
 import sys
 
 import enec
@@ -200,3 +202,110 @@ def test_failed_conversions_leave_no_file(checkpoint, tmp_path):
     assert sorted(tmp_path.iterdir()) == before
     with pytest.raises(FileNotFoundError):
         enec.compress_file(original, tmp_path / "no such folder" / "x.enec")
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.linspace(-1, 1, 3000, dtype=np.float32).astype(ml_dtypes.bfloat16),  # an enec piece
+        np.arange(-3, 5, dtype=np.int64).reshape(2, 4),  # a verbatim piece
+    ],
+    ids=["bf16", "i64"],
+)
+def test_a_tensor_named_empty_loads(tmp_path, array):
+    """safetensors allows the name "": that tensor is loaded like any other."""
+    tensors = {"": array, "after": np.ones(3, np.float32)}
+    original = tmp_path / "empty-name.safetensors"
+    safetensors.numpy.save_file(tensors, str(original))
+    compressed = tmp_path / "empty-name.enec"
+    enec.compress_file(original, compressed)
+    assert_same(enec.numpy.load_file(compressed), tensors)
+    assert_same(enec.numpy.load(compressed.read_bytes()), tensors)
+    with enec.safe_open(compressed, framework="np") as f:
+        assert f.keys() == ["", "after"]
+        assert f.get_tensor("").tobytes() == array.tobytes()
+        assert f.get_slice("").get_shape() == list(array.shape)
+    enec.decompress_file(compressed, tmp_path / "restored")
+    assert (tmp_path / "restored").read_bytes() == original.read_bytes()
+
+
+def test_empty_tensors_load_alone_and_sliced(checkpoint):
+    _, compressed = checkpoint
+    with enec.safe_open(compressed, framework="np") as f:
+        for tensor in (f.get_tensor("empty.bf16"), f.get_slice("empty.bf16")[:]):
+            assert tensor.dtype == ml_dtypes.bfloat16 and tensor.shape == (0, 4)
+
+
+def test_errors_survive_pickling(tmp_path):
+    """An error raised in a worker process reaches its parent with its type and message."""
+    bad = tmp_path / "bad.enec"
+    bad.write_bytes(b"not an enec file")
+    with pytest.raises(enec.EnecError) as raised:
+        enec.numpy.load_file(bad)
+    assert enec.EnecError.__module__ == "enec"
+    again = pickle.loads(pickle.dumps(raised.value))
+    assert type(again) is enec.EnecError and str(again) == str(raised.value)
+
+
+def repeated_name_file(path: pathlib.Path) -> bytes:
+    """A safetensors file that names tensor "w" twice (as no safetensors writer would)."""
+    header = b'{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},'
+    header += b'"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}'
+    header += b" " * (-len(header) % 8)
+    data = len(header).to_bytes(8, "little") + header + np.array([1, 2], "<f4").tobytes()
+    path.write_bytes(data)
+    return data
+
+
+def test_repeated_tensor_names_are_refused_but_restored(tmp_path):
+    original = tmp_path / "twice.safetensors"
+    data = repeated_name_file(original)
+    compressed = tmp_path / "twice.enec"
+    enec.compress_file(original, compressed)
+    for load in (
+        lambda: enec.numpy.load_file(compressed),
+        lambda: enec.numpy.load(compressed.read_bytes()),
+        lambda: enec.safe_open(compressed, framework="np"),
+    ):
+        with pytest.raises(enec.EnecError, match='two tensors are named "w"'):
+            load()
+    enec.decompress_file(compressed, tmp_path / "restored")
+    assert (tmp_path / "restored").read_bytes() == data
+
+
+def test_bad_threads_raise_value_error(checkpoint, tmp_path):
+    original, compressed = checkpoint
+    for threads in (-1, 0, 2**80):
+        for call in (
+            lambda: enec.numpy.load_file(compressed, threads=threads),
+            lambda: enec.numpy.load(compressed.read_bytes(), threads=threads),
+            lambda: enec.safe_open(compressed, framework="np", threads=threads),
+            lambda: enec.compress_file(original, tmp_path / "x.enec", threads=threads),
+            lambda: enec.decompress_file(compressed, tmp_path / "x", threads=threads),
+        ):
+            with pytest.raises(ValueError, match="threads"):
+                call()
+
+
+def test_a_directory_is_named_as_such(tmp_path):
+    for call in (
+        lambda: enec.numpy.load_file(tmp_path),
+        lambda: enec.safe_open(tmp_path, framework="np"),
+        lambda: enec.compress_file(tmp_path, tmp_path / "x.enec"),
+        lambda: enec.decompress_file(tmp_path, tmp_path / "x"),
+    ):
+        with pytest.raises(IsADirectoryError, match="is a directory"):
+            call()
+
+
+def test_version_is_the_installed_one():
+    assert enec.__version__ == importlib.metadata.version("enec")
+
+
+def test_framework_names_as_in_safetensors(checkpoint):
+    _, compressed = checkpoint
+    for name in ("np", "numpy"):
+        with enec.safe_open(compressed, framework=name) as f:
+            assert f.get_tensor("i64").dtype == np.int64
+    with pytest.raises(ValueError, match="framework 'tf'"):
+        enec.safe_open(compressed, framework="tf")

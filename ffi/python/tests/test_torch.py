@@ -101,3 +101,34 @@ def test_misaligned_tensors_load(tmp_path):
     loaded = enec.torch.load_file(compressed)
     assert loaded["a"].tolist() == [7]
     assert torch.equal(loaded["b"], values)
+
+
+def test_empty_tensors_load_alone_and_sliced(tmp_path):
+    tensors = {
+        "f32": torch.zeros(0, dtype=torch.float32),
+        "bf16": torch.zeros(2, 0, 3, dtype=torch.bfloat16),
+        "i64": torch.zeros(0, 5, dtype=torch.int64),
+    }
+    original = tmp_path / "empty.safetensors"
+    safetensors.torch.save_file(tensors, str(original))
+    compressed = tmp_path / "empty.enec"
+    enec.compress_file(original, compressed)
+    with enec.safe_open(compressed, framework="pt") as f:
+        for name, tensor in tensors.items():
+            for got in (f.get_tensor(name), f.get_slice(name)[:]):
+                assert got.dtype == tensor.dtype and got.shape == tensor.shape, name
+    assert_same(enec.torch.load_file(compressed), tensors)
+
+
+def test_framework_and_device_are_checked_on_opening(files):
+    tensors, _, compressed = files
+    for name in ("pt", "torch", "pytorch"):
+        with enec.safe_open(compressed, framework=name) as f:
+            assert torch.equal(f.get_tensor("i64"), tensors["i64"])
+    with enec.safe_open(compressed, framework="pt", device=torch.device("cpu")) as f:
+        assert f.get_tensor("i64").device.type == "cpu"
+    for device, why in (("meta", "meta"), ("cdua", "cdua"), ("cuda:x", "cuda:x")):
+        with pytest.raises(ValueError, match=why):
+            enec.safe_open(compressed, framework="pt", device=device)
+        with pytest.raises(ValueError, match=why):
+            enec.torch.load_file(compressed, device=device)

@@ -12,6 +12,8 @@ use crate::input;
 
 /// What one piece holds.
 struct Row {
+    /// A tensor of the original file (else verbatim bytes, or a bare stream).
+    tensor: bool,
     name: String,
     dtype: String,
     shape: Vec<u64>,
@@ -39,6 +41,7 @@ fn ratio(original: u64, stored: u64) -> f64 {
 
 fn rows(name: &str, data: &[u8], kind: &Kind<'_>) -> Result<Vec<Row>> {
     let row = |name: &str, dtype: &str, shape: Vec<u64>, kind, original, stored: usize| Row {
+        tensor: false,
         name: name.to_owned(),
         dtype: dtype.to_owned(),
         shape,
@@ -61,14 +64,18 @@ fn rows(name: &str, data: &[u8], kind: &Kind<'_>) -> Result<Vec<Row>> {
             .entries()
             .map(|(_, e)| {
                 let stored = c.payload(&e).len();
-                row(
+                let row = row(
                     e.name,
                     e.dtype,
                     e.shape.to_vec(),
                     e.kind,
                     e.original_len,
                     stored,
-                )
+                );
+                Row {
+                    tensor: e.is_tensor(),
+                    ..row
+                }
             })
             .collect(),
     };
@@ -207,8 +214,10 @@ pub fn info(input: &Path, as_json: bool) -> Result<()> {
         "stored"
     );
     for r in &rows {
-        let label = if r.name.is_empty() {
+        let label = if !r.tensor {
             "(verbatim bytes)".to_owned()
+        } else if r.name.is_empty() {
+            "\"\"".to_owned()
         } else {
             r.name.clone()
         };

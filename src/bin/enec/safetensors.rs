@@ -118,10 +118,12 @@ fn parse_checked(bytes: &[u8], json_ok: &mut bool) -> Result<Vec<Tensor>, String
             continue;
         }
         let bad = |why: &str| format!("tensor \"{name}\": {why}");
+        // Never empty: the container tells a tensor named "" from a gap by its dtype.
         let dtype = value
             .get("dtype")
             .and_then(Value::as_str)
-            .ok_or_else(|| bad("no \"dtype\" string"))?;
+            .filter(|d| !d.is_empty())
+            .ok_or_else(|| bad("no \"dtype\" name"))?;
         let shape: Vec<u64> = value
             .get("shape")
             .and_then(Value::as_array)
@@ -280,5 +282,19 @@ mod tests {
             .unwrap()
             .is_empty());
         assert!(parse(&[2, 0, 0, 0, 0, 0, 0, 0, b'[', b']']).is_err());
+        let no_dtype = write(&[("x", "", vec![2], &[0; 2])], &BTreeMap::new());
+        assert!(parse(&no_dtype).unwrap_err().to_string().contains("dtype"));
+    }
+
+    #[test]
+    fn a_tensor_may_be_named_empty() {
+        let file = write(&[("", "I64", vec![1], &[7; 8])], &BTreeMap::new());
+        let tensors = parse(&file).unwrap();
+        assert_eq!(
+            (tensors[0].name.as_str(), tensors[0].dtype.as_str()),
+            ("", "I64")
+        );
+        let pieces = plan(file.len() as u64, tensors);
+        assert_eq!(pieces[1].tensor.as_ref().unwrap().name, "");
     }
 }

@@ -17,10 +17,11 @@ import importlib
 from typing import Any
 
 from . import numpy
-from ._enec import EnecError, compress_file, decompress_file
+from ._enec import EnecError, __version__, compress_file, decompress_file
 from ._open import TensorSlice, safe_open
 
 __all__ = [
+    "__version__",
     "EnecError",
     "TensorSlice",
     "compress_file",

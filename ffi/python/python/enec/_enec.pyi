@@ -5,6 +5,8 @@ from typing import List, Optional, Tuple, Union
 
 _Path = Union[str, "os.PathLike[str]"]
 
+__version__: str
+
 class EnecError(ValueError):
     """A file is not a valid enec or safetensors file, or is damaged (the message names the
     tensor and frame)."""
@@ -43,9 +45,9 @@ class Checkpoint:
     """An open enec checkpoint: its index parsed, nothing decoded."""
 
     @staticmethod
-    def open(path: _Path) -> "Checkpoint": ...
+    def open(path: _Path, threads: Optional[int] = None) -> "Checkpoint": ...
     @staticmethod
-    def from_bytes(data: bytes) -> "Checkpoint": ...
+    def from_bytes(data: bytes, threads: Optional[int] = None) -> "Checkpoint": ...
     def tensors(self) -> List[Tuple[str, str, List[int], int, int, int, int]]:
         """(name, safetensors dtype, shape, bytes, offset in the original file, payload offset,
         payload length), in file order."""
@@ -54,9 +56,7 @@ class Checkpoint:
         """The original file's length in bytes."""
     def header(self) -> bytes:
         """The original safetensors header: its 8-byte length and its JSON."""
-    def decode_tensor_into(
-        self, index: int, address: int, length: int, threads: Optional[int] = None
-    ) -> None:
+    def decode_tensor_into(self, index: int, address: int, length: int) -> None:
         """Decodes tensor ``index`` into caller-owned, writable, contiguous memory."""
-    def decode_all_into(self, address: int, length: int, threads: Optional[int] = None) -> None:
+    def decode_all_into(self, address: int, length: int) -> None:
         """Restores the whole original file into caller-owned, writable, contiguous memory."""

@@ -56,13 +56,15 @@ class Framework:
     ``view(buffer, offset, nbytes, what, dtype, shape)``: the array of dtype ``dtype`` and shape
     ``shape`` held in the ``nbytes`` bytes at ``offset`` of ``buffer`` (``what`` names it in
     errors).
+    ``device(device)``: ``device`` checked (a ``ValueError`` when arrays cannot go there), in
+    the form ``to_device`` takes.
     ``to_device(array, device)``: the array on ``device``.
     """
 
-    name: str
     bytes: Callable[[int], Tuple[Any, int]]
     view: Callable[[Any, int, int, str, str, Sequence[int]], Any]
-    to_device: Callable[[Any, str], Any]
+    device: Callable[[Any], Any]
+    to_device: Callable[[Any, Any], Any]
 
 
 def elements(what: str, dtype: str, shape: Sequence[int], itemsize: int, nbytes: int) -> int:
@@ -115,11 +117,16 @@ def numpy_framework() -> Framework:
         count = elements(what, dtype, shape, found.itemsize, nbytes)
         return np.frombuffer(buffer, dtype=found, count=count, offset=offset).reshape(shape)
 
+    def device(device: Any) -> Any:
+        if device != "cpu":
+            raise ValueError(f'numpy arrays live on the CPU: device must be "cpu", not {device!r}')
+        return device
+
     f = Framework()
-    f.name = "np"
     f.bytes = _numpy_bytes
     f.view = view
-    f.to_device = lambda array, device: array  # safe_open accepts only "cpu" for numpy
+    f.device = device
+    f.to_device = lambda array, device: array
     return f
 
 
@@ -140,25 +147,40 @@ def torch_framework() -> Framework:
         if not isinstance(found, torch.dtype):
             raise EnecError(f"{what}: dtype {dtype!r} has no equivalent in this torch")
         elements(what, dtype, shape, found.itemsize, nbytes)
+        if nbytes == 0:
+            return torch.empty(shape, dtype=found)  # torch cannot view an empty byte buffer
         piece = buffer[offset : offset + nbytes]
         if offset % found.itemsize:
             piece = piece.clone()  # torch views need aligned elements
         return piece.view(found).reshape(shape)
 
+    def device(device: Any) -> Any:
+        try:
+            found = torch.device(device)
+        except (RuntimeError, TypeError) as e:
+            raise ValueError(f"device {device!r}: {e}") from None
+        if found.type == "meta":
+            raise ValueError('device "meta" holds no data: load onto a real device')
+        return found
+
     f = Framework()
-    f.name = "pt"
     f.bytes = buffer
     f.view = view
-    f.to_device = lambda tensor, device: tensor if device == "cpu" else tensor.to(device)
+    f.device = device
+    f.to_device = lambda tensor, device: tensor if device.type == "cpu" else tensor.to(device)
     return f
 
 
 def framework(name: str) -> Framework:
+    """The framework of one of the names ``safetensors`` accepts for numpy or torch."""
     if name in ("np", "numpy"):
         return numpy_framework()
-    if name in ("pt", "torch"):
+    if name in ("pt", "torch", "pytorch"):
         return torch_framework()
-    raise ValueError(f'framework {name!r}: enec reads "np" (numpy) and "pt" (torch)')
+    raise ValueError(
+        f'framework {name!r}: enec reads "np" or "numpy" (numpy arrays) and "pt", "torch" or '
+        '"pytorch" (torch tensors)'
+    )
 
 
 Tensors = List[Tuple[str, str, List[int], int, int, int, int]]
@@ -169,28 +191,27 @@ def load_one(
     tensors: Tensors,
     framework: Framework,
     index: int,
-    device: str,
-    threads: Optional[int],
+    device: Any,
 ) -> Any:
     """Tensor ``index`` of ``checkpoint`` (whose ``tensors()`` is ``tensors``), decoded alone
     into an array of its own, frames in parallel, the GIL released."""
     name, dtype, shape, nbytes = tensors[index][:4]
     buffer, address = framework.bytes(nbytes)
-    checkpoint.decode_tensor_into(index, address, nbytes, threads)
+    checkpoint.decode_tensor_into(index, address, nbytes)
     return framework.to_device(
         framework.view(buffer, 0, nbytes, f'tensor "{name}"', dtype, shape), device
     )
 
 
 def load_all(
-    checkpoint: Any, tensors: Tensors, framework: Framework, device: str, threads: Optional[int]
+    checkpoint: Any, tensors: Tensors, framework: Framework, device: Any
 ) -> Dict[str, Any]:
     """Every tensor of ``checkpoint``, by name, in file order: the original file restored into
     one byte array (small tensors and the frames of large ones shared among the threads alike),
     each tensor a view of it, as ``safetensors`` returns views of one mapped file."""
     length = checkpoint.original_len()
     buffer, address = framework.bytes(length)
-    checkpoint.decode_all_into(address, length, threads)
+    checkpoint.decode_all_into(address, length)
     loaded = {}
     for name, dtype, shape, nbytes, offset in (t[:5] for t in tensors):
         array = framework.view(buffer, offset, nbytes, f'tensor "{name}"', dtype, shape)

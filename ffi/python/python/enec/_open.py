@@ -2,7 +2,7 @@
 
 import json
 import os
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Union
 
 from . import _frameworks
 from ._enec import Checkpoint, EnecError
@@ -18,9 +18,9 @@ class safe_open:
             for name in f.keys():
                 tensor = f.get_tensor(name)
 
-    ``framework``: ``"pt"`` (torch tensors) or ``"np"`` (numpy arrays); ``device``: where torch
-    tensors go (numpy arrays are on ``"cpu"``); ``threads``: decoding threads, ``None`` for all
-    cores.
+    ``framework``: ``"pt"`` (or ``"torch"``, ``"pytorch"``: torch tensors) or ``"np"`` (or
+    ``"numpy"``: numpy arrays); ``device``: where torch tensors go, checked on opening (numpy
+    arrays are on ``"cpu"``); ``threads``: decoding threads, ``None`` for all cores.
     """
 
     def __init__(
@@ -31,27 +31,21 @@ class safe_open:
         *,
         threads: Optional[int] = None,
     ) -> None:
-        self._setup(Checkpoint.open(os.fspath(filename)), framework, device, threads)
+        self._setup(framework, device, lambda: Checkpoint.open(os.fspath(filename), threads))
 
     @classmethod
-    def _of(
-        cls, checkpoint: Checkpoint, framework: str, device: str, threads: Optional[int]
-    ) -> "safe_open":
-        """A reader of an already open checkpoint (for ``load(bytes)``)."""
+    def _of(cls, data: bytes, framework: str, device: str, threads: Optional[int]) -> "safe_open":
+        """A reader of the checkpoint held in ``data`` (for ``load(bytes)``)."""
         self = cls.__new__(cls)
-        self._setup(checkpoint, framework, device, threads)
+        self._setup(framework, device, lambda: Checkpoint.from_bytes(data, threads))
         return self
 
-    def _setup(
-        self, checkpoint: Checkpoint, framework: str, device: str, threads: Optional[int]
-    ) -> None:
+    def _setup(self, framework: str, device: str, checkpoint: Callable[[], Checkpoint]) -> None:
+        # Arguments first, so that a wrong one is named before the file is read.
         self._framework = _frameworks.framework(framework)
-        if self._framework.name == "np" and device != "cpu":
-            raise ValueError(f'numpy arrays live on the CPU: device must be "cpu", not {device!r}')
-        self._device = device
-        self._threads = threads
-        self._checkpoint: Optional[Checkpoint] = checkpoint
-        self._tensors = checkpoint.tensors()
+        self._device = self._framework.device(device)
+        self._checkpoint: Optional[Checkpoint] = checkpoint()
+        self._tensors = self._checkpoint.tensors()
 
     def __enter__(self) -> "safe_open":
         return self
@@ -90,13 +84,13 @@ class safe_open:
         """The tensor ``name``, decoded (only it) into a new array or tensor."""
         index = self._index(name)
         return _frameworks.load_one(
-            self._open(), self._tensors, self._framework, index, self._device, self._threads
+            self._open(), self._tensors, self._framework, index, self._device
         )
 
     def get_tensors(self) -> Dict[str, Any]:
         """Every tensor, by name, in file order (decoded with one call)."""
         return _frameworks.load_all(
-            self._open(), self._tensors, self._framework, self._device, self._threads
+            self._open(), self._tensors, self._framework, self._device
         )
 
     def get_slice(self, name: str) -> "TensorSlice":

@@ -9,7 +9,6 @@ from typing import Dict, Optional, Union
 import numpy as np
 
 from . import _frameworks
-from ._enec import Checkpoint
 from ._open import safe_open
 
 _Path = Union[str, "os.PathLike[str]"]
@@ -27,7 +26,7 @@ def load_file(filename: _Path, *, threads: Optional[int] = None) -> Dict[str, np
 
 def load(data: bytes, *, threads: Optional[int] = None) -> Dict[str, np.ndarray]:
     """Every tensor of the enec checkpoint held in ``data`` as a numpy array, by name."""
-    return safe_open._of(Checkpoint.from_bytes(data), "np", "cpu", threads).get_tensors()
+    return safe_open._of(data, "np", "cpu", threads).get_tensors()
 
 
 def save_file(

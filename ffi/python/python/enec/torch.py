@@ -12,7 +12,6 @@ except ImportError:
     raise ImportError("enec.torch needs PyTorch: pip install torch") from None
 
 from . import _frameworks
-from ._enec import Checkpoint
 from ._open import safe_open
 
 _Path = Union[str, "os.PathLike[str]"]
@@ -35,7 +34,7 @@ def load(
     data: bytes, device: str = "cpu", *, threads: Optional[int] = None
 ) -> Dict[str, torch.Tensor]:
     """Every tensor of the enec checkpoint held in ``data``, by name, on ``device``."""
-    return safe_open._of(Checkpoint.from_bytes(data), "pt", device, threads).get_tensors()
+    return safe_open._of(data, "pt", device, threads).get_tensors()
 
 
 def save_file(
