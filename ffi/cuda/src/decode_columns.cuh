@@ -535,7 +535,7 @@ ENEC_DEV void col_frame(const enec_cuda_frame& fr, uint32_t f, const ColSmem& L,
 }
 
 template <bool VERIFY>
-__global__ void __launch_bounds__(VERIFY ? kColAll : kColThreads, 8)
+__global__ void __launch_bounds__(VERIFY ? kColAll : kColThreads, VERIFY ? 6 : 8)
     decode_columns_kernel(const enec_cuda_frame* frames, uint32_t n, ColSmem L, uint32_t* status) {
   __shared__ ColShared S;
   const uint32_t f = blockIdx.x;
