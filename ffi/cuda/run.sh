@@ -103,9 +103,9 @@ fi
 
 if [ $NCU -eq 1 ] && [ -x build/bench ] && command -v ncu > /dev/null; then
   step "Nsight Compute: one decode launch (ranked, checksums verified) and one encode launch"
-  ncu --set full --clock-control none -k regex:decode_kernel --launch-skip 1 --launch-count 1 \
+  ncu --set full --clock-control none -k regex:decode_columns --launch-skip 1 --launch-count 1 \
     build/bench "$DATA/minilm" --tiles "$TILES" --profile > "$LOG/ncu_decode.txt" 2>&1
-  grep -E "decode_kernel|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Dynamic Shared|Executed Ipc|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Executed Instructions  " "$LOG/ncu_decode.txt" | head -40
+  grep -E "decode_columns|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Dynamic Shared|Executed Ipc|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Executed Instructions  " "$LOG/ncu_decode.txt" | head -40
   ncu --set basic --clock-control none -k regex:encode_kernel --launch-count 1 \
     build/bench "$DATA/minilm" --tiles "$TILES" --profile > "$LOG/ncu_encode.txt" 2>&1
   grep -E "encode_kernel|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Dynamic Shared" "$LOG/ncu_encode.txt" | head -30
