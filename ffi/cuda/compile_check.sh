@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# nvcc on the CPU-only CI: compiles src/enec_cuda.cu, tests/cross_check.cu and bench/bench.cu
+# nvcc on the CPU-only CI: compiles src/enec_cuda.cu, src/loader.cpp, tests/cross_check.cu and bench/bench.cu
 # (without nvCOMP) for sm_80 and sm_90, and fails on any warning: nvcc's front end
 # (-Werror all-warnings), the host compiler (-Wall -Wextra -Werror), ptxas (register spills
 # included). Prints every kernel's registers, stack frame, spills and static shared memory (ptxas -v).
@@ -44,7 +44,7 @@ FLAGS=(-O3 -std=c++17
   -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90
   -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror -Xptxas -v,-warn-spills,-Werror)
 mkdir -p "$BUILD"
-rm -f "$BUILD"/{enec_cuda,cross_check,bench}.{o,log}
+rm -f "$BUILD"/{enec_cuda,cross_check,bench,loader}.{o,log}
 compile() { # name source [flags]
   local name=$1 src=$2
   shift 2
@@ -58,8 +58,10 @@ compile cross_check "$HERE/tests/cross_check.cu" &
 p2=$!
 compile bench "$HERE/bench/bench.cu" &
 p3=$!
+compile loader "$HERE/src/loader.cpp" &
+p4=$!
 failed=()
-for job in enec_cuda:$p1 cross_check:$p2 bench:$p3; do
+for job in enec_cuda:$p1 cross_check:$p2 bench:$p3 loader:$p4; do
   wait "${job#*:}" || failed+=("${job%%:*}")
 done
 
@@ -78,7 +80,7 @@ for name in enec_cuda cross_check bench; do
 done | c++filt | sed 's/(.*//; s/  void /  /'
 
 # Belt and braces: a warning that no -Werror turned into an error fails the check too.
-for name in enec_cuda cross_check bench; do
+for name in enec_cuda cross_check bench loader; do
   if grep -qi 'warning' "$BUILD/$name.log" && [[ " ${failed[*]} " != *" $name "* ]]; then
     failed+=("$name")
   fi
@@ -91,4 +93,4 @@ if [[ ${#failed[@]} -gt 0 ]]; then
   echo "compile_check: FAILED: ${failed[*]} ($((SECONDS - start)) s)" >&2
   exit 1
 fi
-echo "compile_check: enec_cuda.cu, cross_check.cu, bench.cu for sm_80 and sm_90: no warnings ($((SECONDS - start)) s)"
+echo "compile_check: enec_cuda.cu, loader.cpp, cross_check.cu, bench.cu for sm_80 and sm_90: no warnings ($((SECONDS - start)) s)"

@@ -60,6 +60,7 @@ $NVCC $FLAGS -c tests/cross_check.cu -o build/cross_check.o &
 p2=$!
 $NVCC $FLAGS $NVC_CFLAGS -c bench/bench.cu -o build/bench.o &
 p3=$!
+$NVCC $FLAGS -Xcompiler -fPIC -c src/loader.cpp -o build/loader.o || failed+=("build loader")
 if ! wait $p1; then
   cat build/ptxas.txt
   echo "BUILD FAILED (src/enec_cuda.cu)"
@@ -71,8 +72,8 @@ cp build/ptxas.txt "$LOG/ptxas.txt" 2>/dev/null
 command -v cuobjdump > /dev/null && cuobjdump -sass build/enec_cuda.o 2>/dev/null | gzip > "$LOG/sass.txt.gz" 
 wait $p2 || failed+=("build cross_check")
 wait $p3 || failed+=("build bench")
-$NVCC -arch=$ARCH -shared build/enec_cuda.o -o build/libenec_cuda.so || failed+=("link libenec_cuda.so")
-$NVCC -arch=$ARCH build/cross_check.o build/enec_cuda.o -o build/cross_check || failed+=("link cross_check")
+$NVCC -arch=$ARCH -shared build/enec_cuda.o build/loader.o -o build/libenec_cuda.so || failed+=("link libenec_cuda.so")
+$NVCC -arch=$ARCH build/cross_check.o build/enec_cuda.o build/loader.o -o build/cross_check || failed+=("link cross_check")
 $NVCC -arch=$ARCH build/bench.o build/enec_cuda.o $NVC_LIBS -o build/bench || failed+=("link bench")
 
 step "cross-checks (GPU vs Rust encoder)"

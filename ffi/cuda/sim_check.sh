@@ -18,7 +18,8 @@ rm -rf "$DATA"
 cargo run --quiet --release --manifest-path "$HERE/gen/Cargo.toml" -- small "$DATA"
 
 "$CXX" -std=c++17 -O2 -DENEC_SIM -U_FORTIFY_SOURCE -I"$HERE" \
-  -x c++ "$HERE/tests/cross_check.cu" -x c++ "$HERE/src/enec_cuda.cu" -o "$BUILD/cross_check"
+  -x c++ "$HERE/tests/cross_check.cu" -x c++ "$HERE/src/enec_cuda.cu" -x c++ "$HERE/src/loader.cpp" \
+  -o "$BUILD/cross_check" -lpthread
 
 "$BUILD/cross_check" "$ROOT" "$DATA" --skip-large > "$BUILD/cross_check.txt" 2>&1 || {
   grep -v '^PASS' "$BUILD/cross_check.txt" | tail -40

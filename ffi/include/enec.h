@@ -181,6 +181,9 @@ typedef struct EnecTensorInfo {
   uint64_t stored_bytes;
   // Byte offset of the tensor in the original file.
   uint64_t original_offset;
+  // Byte offset of its `stored_bytes` in the container: for an enec-coded tensor, where its
+  // enec stream starts (what `enec_cuda_load` of the CUDA library takes to decode it on a GPU).
+  uint64_t stored_offset;
 } EnecTensorInfo;
 
 #ifdef __cplusplus

@@ -825,6 +825,9 @@ pub struct EnecTensorInfo {
     pub stored_bytes: u64,
     /// Byte offset of the tensor in the original file.
     pub original_offset: u64,
+    /// Byte offset of its `stored_bytes` in the container: for an enec-coded tensor, where its
+    /// enec stream starts (what `enec_cuda_load` of the CUDA library takes to decode it on a GPU).
+    pub stored_offset: u64,
 }
 
 /// Converts a container error, filling `detail` when it is not NULL.
@@ -888,6 +891,7 @@ fn tensor_info(index: u64, e: &Entry<'_>) -> EnecTensorInfo {
         bytes: e.original_len,
         stored_bytes: e.len,
         original_offset: e.original_offset,
+        stored_offset: e.offset,
     }
 }
 

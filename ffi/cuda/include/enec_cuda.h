@@ -45,6 +45,10 @@ extern "C" {
 #define ENEC_CUDA_ERR_CAPACITY -7     /* the frame array or the output buffer is too small */
 #define ENEC_CUDA_ERR_TRAILING -8     /* bytes after the last frame */
 #define ENEC_CUDA_ERR_LAUNCH -9       /* the kernel launch failed (cudaGetLastError) */
+#define ENEC_CUDA_ERR_CUDA -10        /* enec_cuda_load: a CUDA runtime call failed */
+#define ENEC_CUDA_ERR_READ -11        /* enec_cuda_load: reading the source failed or ended early */
+#define ENEC_CUDA_ERR_DECODE -12      /* enec_cuda_load: a frame failed to decode on the device */
+#define ENEC_CUDA_ERR_CHECKSUM -13    /* enec_cuda_load: raw bytes differ from their checksum */
 
 /* One frame of a decode batch (32 bytes). Built by enec_cuda_index_stream. */
 typedef struct enec_cuda_frame {
@@ -96,6 +100,19 @@ int enec_cuda_index_stream(const void* host_stream, size_t host_len, const void*
                            void* dev_out, size_t out_capacity, enec_cuda_frame* frames,
                            size_t frames_capacity, enec_cuda_batch* batch, uint32_t* bad_frame);
 
+/* Appends frames of one stream from a piece of it in host memory: `host` holds host_len bytes
+ * starting at the header of frame number first_frame (`info`: the stream's header, read with
+ * enec_cuda_stream_info_read), `dev` the device copy of the same bytes (16-byte aligned) and
+ * dev_out the memory the whole stream decodes to. Frames are indexed, and checked as by
+ * enec_cuda_index_stream, while each lies wholly within host_len, the stream has frames left and
+ * the frame array has room; *frames_done and *bytes_done say how far it got (fewer frames than
+ * are left is no error: the caller brings the next bytes). On ENEC_CUDA_ERR_FRAME the faulty
+ * frame is number first_frame + *frames_done; the frames before it are in the batch. */
+int enec_cuda_index_frames(const enec_cuda_stream_info* info, uint32_t first_frame,
+                           const void* host, size_t host_len, const void* dev, void* dev_out,
+                           enec_cuda_frame* frames, size_t frames_capacity,
+                           enec_cuda_batch* batch, uint32_t* frames_done, size_t* bytes_done);
+
 /* Decodes every frame of a batch in one launch. d_frames: the frame array in device memory
  * (batch->frames entries). d_status: batch->frames uint32 in device memory; each gets 0 or the
  * frame's error (1 header, 2 size, 3 elements, 4 symbol table, 5 escape counts, 6 flag count,
@@ -119,6 +136,58 @@ int enec_cuda_encode(const void* d_in, uint64_t element_count, int dtype, int fr
                      int coding, int checksums, void* d_out, uint64_t out_capacity,
                      uint64_t* d_out_bytes, void* d_scratch, uint64_t scratch_bytes,
                      void* stream /* cudaStream_t */);
+
+/* Loading: whole streams (and verbatim pieces) read from a file or host memory into device memory.
+ * Unlike the calls above, enec_cuda_load allocates (pinned host and device staging, freed before
+ * it returns) and waits for the device: it returns when every stream is decoded and checked.
+ * The source is read in slots of staging_bytes by `threads` threads into pinned memory, each slot
+ * copied to the device and decoded there while the next one is read; a stream may span slots
+ * (it is cut between frames). Checksums are verified on the device. */
+#define ENEC_CUDA_JOB_STREAM 0 /* an enec stream, decoded on the device */
+#define ENEC_CUDA_JOB_RAW 1    /* verbatim bytes with their h32, checked on the host and copied */
+
+typedef struct enec_cuda_load_job {
+  uint64_t offset;    /* where the stream (or raw piece) starts in the source */
+  uint64_t length;    /* its length in bytes */
+  void* dst;          /* device memory it decodes (or is copied) to */
+  uint64_t dst_bytes; /* the size of dst: exactly the stream's decoded size (the raw length) */
+  uint32_t kind;      /* ENEC_CUDA_JOB_STREAM or ENEC_CUDA_JOB_RAW */
+  uint32_t checksum;  /* raw pieces: h32 of the bytes (FORMAT.md section 6); else unused */
+} enec_cuda_load_job;
+
+typedef struct enec_cuda_load_options {
+  int device;               /* the CUDA device that holds every dst */
+  int verify_checksums;     /* check each frame's h32 (when the stream has them) */
+  uint32_t threads;         /* reading threads (0: 8) */
+  uint32_t slots;           /* staging slots in flight (0: 4; at least 2) */
+  uint64_t staging_bytes;   /* bytes per slot (0: 16 MiB; at least 1 MiB) */
+} enec_cuda_load_options;
+
+/* What enec_cuda_load did, and where it stopped on an error. */
+typedef struct enec_cuda_load_report {
+  uint64_t bytes_read;    /* source bytes read */
+  uint64_t bytes_decoded; /* bytes written to device memory by decoded frames */
+  uint32_t job;           /* the job at fault (any error about one stream) */
+  uint32_t frame;         /* the frame at fault (ENEC_CUDA_ERR_FRAME, ENEC_CUDA_ERR_DECODE) */
+  uint32_t status;        /* the frame's device status (ENEC_CUDA_ERR_DECODE; see enec_cuda_decode) */
+  int cuda_error;         /* the cudaError_t (ENEC_CUDA_ERR_CUDA, ENEC_CUDA_ERR_LAUNCH) */
+  int os_error;           /* errno of the failed read (ENEC_CUDA_ERR_READ; 0 if the source ended early) */
+  uint32_t batches;       /* slots filled and decoded */
+} enec_cuda_load_report;
+
+/* Decodes n_jobs streams into device memory. Source: host memory at `host` if it is not null,
+ * else the file descriptor fd (read with pread: its offset is unchanged). `options` may be null
+ * (defaults, device 0, checksums verified). Returns 0 or an ENEC_CUDA_ERR_* code, with `report`
+ * (may be null) filled either way. On an error, the contents of every dst are unspecified. */
+int enec_cuda_load(int fd, const void* host, const enec_cuda_load_job* jobs, size_t n_jobs,
+                   const enec_cuda_load_options* options, enec_cuda_load_report* report);
+
+/* Whether the kernels of this build run on `device`: 0, or ENEC_CUDA_ERR_CUDA with *cuda_error
+ * set (no device, a driver too old for this build, no kernel image for its architecture). */
+int enec_cuda_check_device(int device, int* cuda_error);
+
+/* The CUDA runtime's message for a cudaError_t (as in enec_cuda_load_report.cuda_error). */
+const char* enec_cuda_error_string(int cuda_error);
 
 #ifdef __cplusplus
 }

@@ -417,6 +417,36 @@ inline cudaError_t cudaStreamCreate(cudaStream_t* s) {
   *s = nullptr;
   return cudaSuccess;
 }
+// Pinned memory, devices, streams and events as the loader uses them (everything synchronous).
+enum { cudaHostAllocDefault = 0, cudaStreamNonBlocking = 1, cudaEventDisableTiming = 2 };
+inline cudaError_t cudaHostAlloc(void** p, size_t n, unsigned) {
+  *p = malloc(n ? n : 1);
+  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+inline cudaError_t cudaFreeHost(void* p) {
+  free(p);
+  return cudaSuccess;
+}
+inline cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : cudaErrorInvalidValue; }
+inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
+  *s = nullptr;
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamDestroy(cudaStream_t) { return cudaSuccess; }
+inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) {
+  *e = nullptr;
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+struct cudaFuncAttributes {
+  int numRegs;
+};
+template <class F>
+inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* a, F) {
+  a->numRegs = 0;
+  return cudaSuccess;
+}
+
 struct cudaDeviceProp {
   char name[256];
   int multiProcessorCount;

@@ -46,49 +46,52 @@ extern "C" int enec_cuda_stream_info_read(const void* host_stream, size_t host_l
   return parse_stream_header((const uint8_t*)host_stream, host_len, info);
 }
 
-extern "C" int enec_cuda_index_stream(const void* host_stream, size_t host_len,
-                                      const void* dev_stream, void* dev_out, size_t out_capacity,
-                                      enec_cuda_frame* frames, size_t frames_capacity,
-                                      enec_cuda_batch* batch, uint32_t* bad_frame) {
-  if (!host_stream || !dev_stream || !frames || !batch) return ENEC_CUDA_ERR_ARGUMENT;
-  if (((uintptr_t)dev_stream) & 15) return ENEC_CUDA_ERR_ARGUMENT;
-  const uint8_t* s = (const uint8_t*)host_stream;
-  enec_cuda_stream_info info;
-  int rc = parse_stream_header(s, host_len, &info);
-  if (rc) return rc;
-  if (info.decoded_bytes > out_capacity) return ENEC_CUDA_ERR_CAPACITY;
-  if (info.decoded_bytes && !dev_out) return ENEC_CUDA_ERR_ARGUMENT;
-  if (batch->frames + (uint64_t)info.frame_count > frames_capacity) return ENEC_CUDA_ERR_CAPACITY;
+extern "C" int enec_cuda_index_frames(const enec_cuda_stream_info* info, uint32_t first_frame,
+                                      const void* host, size_t host_len, const void* dev,
+                                      void* dev_out, enec_cuda_frame* frames,
+                                      size_t frames_capacity, enec_cuda_batch* batch,
+                                      uint32_t* frames_done, size_t* bytes_done) {
+  if (frames_done) *frames_done = 0;
+  if (bytes_done) *bytes_done = 0;
+  if (!info || !host || !dev || !frames || !batch) return ENEC_CUDA_ERR_ARGUMENT;
+  if (((uintptr_t)dev) & 15) return ENEC_CUDA_ERR_ARGUMENT;
+  if (info->decoded_bytes && !dev_out) return ENEC_CUDA_ERR_ARGUMENT;
   DtypeInfo d = {8, 7, 2};
-  dtype_info(info.dtype, &d);
-  uint64_t at = kStreamHeaderBytes;
-  const uint32_t first = batch->frames;
+  if (!dtype_info(info->dtype, &d) || info->frame_len == 0) return ENEC_CUDA_ERR_ARGUMENT;
+  const uint8_t* s = (const uint8_t*)host;
+  uint64_t at = 0;
+  uint32_t n = 0, i = first_frame;
   uint32_t max_el = batch->max_elements, max_coded = batch->max_coded_bytes;
   uint32_t max_entries = batch->max_entries;
   uint32_t general = batch->general_frames;
-  for (uint32_t i = 0; i < info.frame_count; i++) {
-    if (bad_frame) *bad_frame = i;
-    if (host_len - at < kFrameHeaderBytes) return ENEC_CUDA_ERR_TRUNCATED;
+  uint64_t decoded = 0;
+  int rc = ENEC_CUDA_OK;
+  for (; i < info->frame_count && batch->frames + (uint64_t)n < frames_capacity; i++) {
+    if (host_len - at < kFrameHeaderBytes) break;
     FrameHeader h;
-    const uint64_t start = (uint64_t)i * info.frame_len;
-    const uint32_t elements = (uint32_t)(info.element_count - start < info.frame_len
-                                             ? info.element_count - start
-                                             : info.frame_len);
-    if (parse_frame_header(s + at, d, &h) != kOk) return ENEC_CUDA_ERR_FRAME;
-    if (h.elements != elements) return ENEC_CUDA_ERR_FRAME;
+    const uint64_t start = (uint64_t)i * info->frame_len;
+    const uint32_t elements = (uint32_t)(info->element_count - start < info->frame_len
+                                             ? info->element_count - start
+                                             : info->frame_len);
+    if (parse_frame_header(s + at, d, &h) != kOk || h.elements != elements) {
+      rc = ENEC_CUDA_ERR_FRAME;
+      break;
+    }
     Layout lay;
     layout_new(d, elements, h, &lay);
-    if (lay.bytes != h.frame_bytes) return ENEC_CUDA_ERR_FRAME;
-    if (!info.checksums && h.checksum != 0) return ENEC_CUDA_ERR_FRAME;
-    if (host_len - at < h.frame_bytes) return ENEC_CUDA_ERR_TRUNCATED;
-    enec_cuda_frame& f = frames[first + i];
-    f.src = (const uint8_t*)dev_stream + at;
+    if (lay.bytes != h.frame_bytes || (!info->checksums && h.checksum != 0)) {
+      rc = ENEC_CUDA_ERR_FRAME;
+      break;
+    }
+    if (host_len - at < h.frame_bytes) break;
+    enec_cuda_frame& f = frames[batch->frames + n];
+    f.src = (const uint8_t*)dev + at;
     f.dst = (uint8_t*)dev_out + start * d.eb;
     f.frame_bytes = h.frame_bytes;
     f.elements = elements;
     f.index = i;
-    f.dtype = info.dtype;
-    f.checksums = info.checksums;
+    f.dtype = info->dtype;
+    f.checksums = info->checksums;
     f.coding = (uint8_t)h.coding;
     f.reserved = 0;
     if (elements > max_el) max_el = elements;
@@ -98,17 +101,53 @@ extern "C" int enec_cuda_index_stream(const void* host_stream, size_t host_len,
       if (entries > max_entries) max_entries = entries;
     }
     if (!dev::column_frame(elements, h.coding)) general++;
+    decoded += (uint64_t)elements * d.eb;
     at += h.frame_bytes;
+    n++;
   }
-  if (at != host_len) return ENEC_CUDA_ERR_TRAILING;
+  // The frames before a fault are indexed: the caller learns where the fault is.
+  if (n) {
+    batch->frames += n;
+    batch->max_elements = max_el;
+    batch->max_coded_bytes = max_coded;
+    batch->max_entries = max_entries;
+    batch->general_frames = general;
+    batch->dtype_mask |= 1u << info->dtype;
+    batch->decoded_bytes += decoded;
+  }
+  if (frames_done) *frames_done = n;
+  if (bytes_done) *bytes_done = at;
+  return rc;
+}
+
+extern "C" int enec_cuda_index_stream(const void* host_stream, size_t host_len,
+                                      const void* dev_stream, void* dev_out, size_t out_capacity,
+                                      enec_cuda_frame* frames, size_t frames_capacity,
+                                      enec_cuda_batch* batch, uint32_t* bad_frame) {
+  if (!host_stream || !dev_stream || !frames || !batch) return ENEC_CUDA_ERR_ARGUMENT;
+  if (((uintptr_t)dev_stream) & 15) return ENEC_CUDA_ERR_ARGUMENT;
   if (bad_frame) *bad_frame = 0;
-  batch->frames = first + info.frame_count;
-  batch->max_elements = max_el;
-  batch->max_coded_bytes = max_coded;
-  batch->max_entries = max_entries;
-  batch->general_frames = general;
-  batch->dtype_mask |= 1u << info.dtype;
-  batch->decoded_bytes += info.decoded_bytes;
+  const uint8_t* s = (const uint8_t*)host_stream;
+  enec_cuda_stream_info info;
+  int rc = parse_stream_header(s, host_len, &info);
+  if (rc) return rc;
+  if (info.decoded_bytes > out_capacity) return ENEC_CUDA_ERR_CAPACITY;
+  if (info.decoded_bytes && !dev_out) return ENEC_CUDA_ERR_ARGUMENT;
+  if (batch->frames + (uint64_t)info.frame_count > frames_capacity) return ENEC_CUDA_ERR_CAPACITY;
+  // Indexed into a copy of the totals, so that a failed stream leaves the batch as it was.
+  enec_cuda_batch b = *batch;
+  uint32_t done = 0;
+  size_t used = 0;
+  rc = enec_cuda_index_frames(&info, 0, s + kStreamHeaderBytes, host_len - kStreamHeaderBytes,
+                              (const uint8_t*)dev_stream + kStreamHeaderBytes, dev_out, frames,
+                              frames_capacity, &b, &done, &used);
+  if (bad_frame) *bad_frame = done;
+  if (rc) return rc;
+  if (done < info.frame_count) return ENEC_CUDA_ERR_TRUNCATED;
+  if (bad_frame) *bad_frame = 0;
+  if (kStreamHeaderBytes + used != host_len) return ENEC_CUDA_ERR_TRAILING;
+  b.dtype_mask |= 1u << info.dtype;
+  *batch = b;
   return ENEC_CUDA_OK;
 }
 
@@ -239,4 +278,18 @@ extern "C" int enec_cuda_encode(const void* d_in, uint64_t element_count, int dt
                 (uint32_t)frame_log2, (uint32_t)coding, cs, out, d_out_bytes, scr, frames, sh);
   }
   return cudaGetLastError() == cudaSuccess ? ENEC_CUDA_OK : ENEC_CUDA_ERR_LAUNCH;
+}
+
+extern "C" int enec_cuda_check_device(int device, int* cuda_error) {
+  cudaError_t e = cudaSetDevice(device);
+  // A kernel's attributes exist only where this build has an image the device can run.
+  cudaFuncAttributes a;
+  if (e == cudaSuccess) e = cudaFuncGetAttributes(&a, dev::decode_columns_kernel<true>);
+  if (e == cudaSuccess) e = cudaFuncGetAttributes(&a, dev::decode_kernel<true>);
+  if (cuda_error) *cuda_error = (int)e;
+  return e == cudaSuccess ? ENEC_CUDA_OK : ENEC_CUDA_ERR_CUDA;
+}
+
+extern "C" const char* enec_cuda_error_string(int cuda_error) {
+  return cudaGetErrorString((cudaError_t)cuda_error);
 }

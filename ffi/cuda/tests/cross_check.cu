@@ -4,14 +4,18 @@
 //     and length where the stream does not travel), for auto, groups and ranked;
 //   * the golden files of tests/golden/v1 (decode and re-encode);
 //   * one batched launch over streams of all three dtypes;
-//   * corrupted streams are reported, never returned as good.
+//   * corrupted streams are reported, never returned as good;
+//   * enec_cuda_load reads many streams from a file and from memory through small slots (streams
+//     cut between slots) into device memory, and names the stream and frame of every fault.
 //
 // usage: cross_check REPO_ROOT DATA_DIR [--skip-large]
 // Inputs come from ffi/cuda/gen (see README.md). Builds with nvcc, or with g++ -DENEC_SIM -x c++
 // against the CPU model in sim/ (then large inputs are skipped).
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <map>
 #include <string>
@@ -434,6 +438,148 @@ static void run_batch_and_corruption() {
   }
 }
 
+
+// Loads `streams` (laid out in `file` at `offsets`) into fresh device buffers with enec_cuda_load;
+// returns its code, the decoded bytes in `outs` and the report.
+// Streams named raw_*, or any stream at an index in `raw`, are loaded as verbatim pieces.
+static int load_streams(const Bytes& file, const std::vector<uint64_t>& offsets,
+                        const std::vector<Bytes>& streams, const std::vector<uint64_t>& out_bytes,
+                        bool from_fd, const enec_cuda_load_options* o, std::vector<Bytes>& outs,
+                        enec_cuda_load_report& rep, const std::vector<bool>& raw = {}) {
+  std::vector<enec_cuda_load_job> jobs(streams.size());
+  for (size_t i = 0; i < streams.size(); i++) {
+    jobs[i].offset = offsets[i];
+    jobs[i].length = streams[i].size();
+    jobs[i].dst_bytes = out_bytes[i];
+    jobs[i].kind = i < raw.size() && raw[i] ? ENEC_CUDA_JOB_RAW : ENEC_CUDA_JOB_STREAM;
+    jobs[i].checksum = enec::h32_host(streams[i].data(), streams[i].size());
+    CK(cudaMalloc(&jobs[i].dst, out_bytes[i] + 1));
+  }
+  int fd = -1;
+  if (from_fd) {
+    char path[] = "/tmp/enec-load-XXXXXX";
+    fd = mkstemp(path);
+    unlink(path);
+    if (fd < 0 || write(fd, file.data(), file.size()) != (ssize_t)file.size()) {
+      fprintf(stderr, "cannot write %s\n", path);
+      exit(2);
+    }
+  }
+  const int rc = enec_cuda_load(fd, from_fd ? nullptr : file.data(), jobs.data(), jobs.size(), o, &rep);
+  if (fd >= 0) close(fd);
+  outs.assign(streams.size(), Bytes());
+  for (size_t i = 0; i < streams.size(); i++) {
+    outs[i].resize(out_bytes[i]);
+    if (out_bytes[i]) CK(cudaMemcpy(outs[i].data(), jobs[i].dst, out_bytes[i], cudaMemcpyDeviceToHost));
+    CK(cudaFree(jobs[i].dst));
+  }
+  return rc;
+}
+
+static void run_loader(const std::string& top) {
+  // Every small stream of the manifest, several dtypes, codings and frame lengths, each at an
+  // odd offset of one file after some bytes that are no stream.
+  std::vector<Bytes> streams, raws;
+  for (const Case& c : read_manifest(top + "/manifest.tsv")) {
+    Bytes st;
+    if (c.stream == "-" || !g_raw.count(c.name) || c.raw_bytes > (1u << 20)) continue;
+    if (!read_file(top + "/" + c.stream, st) || g_raw[c.name].size() != c.raw_bytes) continue;
+    streams.push_back(st);
+    raws.push_back(g_raw[c.name]);
+  }
+  if (streams.size() < 4) {
+    report(false, "enec_cuda_load", "too few streams in the manifest");
+    return;
+  }
+  // Verbatim pieces between them: every third original again, raw (checked by h32, copied), and
+  // one of 3 MiB + 100 bytes that spans slots.
+  std::vector<bool> is_raw(streams.size(), false);
+  const size_t coded = streams.size();
+  for (size_t i = 0; i < coded; i += 3) {
+    streams.push_back(raws[i]);
+    raws.push_back(raws[i]);
+    is_raw.push_back(true);
+  }
+  Bytes big_raw((3u << 20) + 100);
+  for (size_t i = 0; i < big_raw.size(); i++) big_raw[i] = (uint8_t)(i * 2654435761u >> 13);
+  streams.insert(streams.begin() + coded / 2, big_raw);
+  raws.insert(raws.begin() + coded / 2, big_raw);
+  is_raw.insert(is_raw.begin() + coded / 2, true);
+  Bytes file;
+  std::vector<uint64_t> offsets, sizes;
+  for (size_t i = 0; i < streams.size(); i++) {
+    file.resize(file.size() + 1 + i % 7, 0xEE);
+    offsets.push_back(file.size());
+    sizes.push_back(raws[i].size());
+    file.insert(file.end(), streams[i].begin(), streams[i].end());
+  }
+  uint64_t total = 0;
+  for (const Bytes& r : raws) total += r.size();
+  enec_cuda_load_options small;
+  memset(&small, 0, sizeof small);
+  small.verify_checksums = 1;
+  small.threads = 3;
+  small.slots = 2;
+  small.staging_bytes = 1u << 20;
+  for (int from_fd = 0; from_fd < 2; from_fd++) {
+    for (const enec_cuda_load_options* o : {(const enec_cuda_load_options*)nullptr, (const enec_cuda_load_options*)&small}) {
+      std::vector<Bytes> outs;
+      enec_cuda_load_report rep;
+      const int rc = load_streams(file, offsets, streams, sizes, from_fd, o, outs, rep, is_raw);
+      bool ok = rc == 0 && rep.bytes_decoded == total;
+      for (size_t i = 0; ok && i < outs.size(); i++) ok = outs[i] == raws[i];
+      char what[200];
+      snprintf(what, sizeof what, "enec_cuda_load of %zu streams and raw pieces (%s, %s slots, %u batches)", streams.size(),
+               from_fd ? "file" : "memory", o ? "1 MiB" : "default", rep.batches);
+      report(ok && (o != &small || rep.batches > 1), what,
+             "rc " + std::to_string(rc) + " job " + std::to_string(rep.job));
+    }
+  }
+  // Faults, each named: a flipped bit in a late stream's frame (checksum, on the device), a
+  // stream cut short, bytes after a stream's last frame, a wrong output size, a source that ends.
+  // The largest stream with checksums, not the last in the file.
+  size_t big = 0;
+  for (size_t i = 0; i + 1 < streams.size(); i++)
+    if (!is_raw[i] && (streams[i][8] & 1) && streams[i].size() > streams[big].size()) big = i;
+  // A byte of its middle frame's body.
+  size_t body = 32;
+  while (body + enec::rd32(&streams[big][body]) < streams[big].size() / 2) body += enec::rd32(&streams[big][body]);
+  body += 32 + 8;
+  {  // a flipped bit in the raw piece that spans slots
+    Bytes bad = file;
+    const size_t r = coded / 2;
+    bad[offsets[r] + big_raw.size() - 7] ^= 0x20;
+    std::vector<Bytes> outs;
+    enec_cuda_load_report rep;
+    const int rc = load_streams(bad, offsets, streams, sizes, true, &small, outs, rep, is_raw);
+    report(rc == ENEC_CUDA_ERR_CHECKSUM && rep.job == r, "enec_cuda_load names a fault: raw piece checksum",
+           "rc " + std::to_string(rc) + " job " + std::to_string(rep.job));
+  }
+  struct Fault {
+    const char* what;
+    int want;
+  };
+  for (Fault f : {Fault{"flipped bit", ENEC_CUDA_ERR_DECODE}, Fault{"stream cut short", ENEC_CUDA_ERR_TRUNCATED},
+                  Fault{"trailing bytes", ENEC_CUDA_ERR_TRAILING}, Fault{"wrong output size", ENEC_CUDA_ERR_CAPACITY},
+                  Fault{"source ends early", ENEC_CUDA_ERR_READ}}) {
+    Bytes bad = file;
+    std::vector<Bytes> st = streams;
+    std::vector<uint64_t> sz = sizes;
+    const std::string w = f.what;
+    if (w == "flipped bit") bad[offsets[big] + body] ^= 0x08;
+    if (w == "stream cut short") st[big].resize(st[big].size() - 32);
+    if (w == "trailing bytes") st[big].resize(st[big].size() + 32);
+    if (w == "wrong output size") sz[big] += 2;
+    if (w == "source ends early") bad.resize(offsets[big] + st[big].size() / 2);
+    std::vector<Bytes> outs;
+    enec_cuda_load_report rep;
+    const int rc = load_streams(bad, offsets, st, sz, w == "source ends early", &small, outs, rep, is_raw);
+    report(rc == f.want && rep.job == big, std::string("enec_cuda_load names a fault: ") + f.what,
+           "rc " + std::to_string(rc) + " job " + std::to_string(rep.job) + " (want " +
+               std::to_string(f.want) + " job " + std::to_string(big) + ")");
+  }
+}
+
 int main(int argc, char** argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: cross_check REPO_ROOT DATA_DIR [--skip-large]\n");
@@ -445,6 +591,7 @@ int main(int argc, char** argv) {
   run_manifest(repo, dir, "manifest.tsv", skip_large);
   run_manifest(repo, dir, "minilm/minilm.tsv", skip_large);
   run_batch_and_corruption();
+  run_loader(dir);
   printf("cross-checks: %d passed, %d failed\n", g_pass, g_fail);
   return g_fail ? 1 : 0;
 }

@@ -7,7 +7,7 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
-use enec::container::{Container, Entry, MAGIC as CONTAINER_MAGIC};
+use enec::container::{Container, Entry, PieceKind, MAGIC as CONTAINER_MAGIC};
 use enec::format::MAGIC as STREAM_MAGIC;
 use enec::{Coding, Dtype, EncodeOptions};
 use memmap2::Mmap;
@@ -331,9 +331,10 @@ impl Checkpoint {
     }
 
     /// The tensors in file order: (name, safetensors dtype, shape, bytes, offset in the
-    /// original file, payload offset, payload length).
+    /// original file, payload offset, payload length, whether the payload is an enec stream,
+    /// the h32 of a verbatim payload or 0).
     #[allow(clippy::type_complexity)]
-    fn tensors(&self) -> Vec<(&str, &str, Vec<u64>, u64, u64, u64, u64)> {
+    fn tensors(&self) -> Vec<(&str, &str, Vec<u64>, u64, u64, u64, u64, bool, u32)> {
         self.tensors
             .iter()
             .map(|(_, e)| {
@@ -347,6 +348,8 @@ impl Checkpoint {
                     original_offset,
                     e.offset,
                     e.len,
+                    e.kind == PieceKind::Enec,
+                    e.checksum,
                 )
             })
             .collect()
@@ -460,6 +463,22 @@ unsafe fn caller_memory<'m>(address: usize, len: usize) -> &'m mut [u8] {
     std::slice::from_raw_parts_mut(address as *mut u8, len)
 }
 
+/// The CUDA kernels and loader (ffi/cuda) as a shared library, when the package was built with
+/// nvcc; None otherwise.
+#[pyfunction]
+fn cuda_library(py: Python<'_>) -> Option<Bound<'_, PyBytes>> {
+    #[cfg(enec_cuda)]
+    return Some(PyBytes::new(
+        py,
+        include_bytes!(concat!(env!("OUT_DIR"), "/libenec_cuda.so")),
+    ));
+    #[cfg(not(enec_cuda))]
+    {
+        let _ = py;
+        None
+    }
+}
+
 /// The compiled half of the `enec` package.
 #[pymodule]
 fn _enec(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -469,5 +488,6 @@ fn _enec(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compress_file, m)?)?;
     m.add_function(wrap_pyfunction!(compress_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(decompress_file, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_library, m)?)?;
     Ok(())
 }

@@ -132,3 +132,38 @@ def test_framework_and_device_are_checked_on_opening(files):
             enec.safe_open(compressed, framework="pt", device=device)
         with pytest.raises(ValueError, match=why):
             enec.torch.load_file(compressed, device=device)
+
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+
+
+@cuda
+def test_cuda_load_decodes_on_the_gpu(files, recwarn):
+    import enec._gpu
+
+    tensors, original, compressed = files
+    tensors[""] = tensors["w.bf16"][:2].clone()  # a tensor named "" too
+    safetensors.torch.save_file(tensors, str(original))
+    enec.compress_file(original, compressed)
+    assert enec._gpu.unusable(torch.device("cuda")) is None
+    for device in ("cuda", "cuda:0", torch.device("cuda", 0)):
+        loaded = enec.torch.load_file(compressed, device=device)
+        assert all(t.device.type == "cuda" for t in loaded.values())
+        assert_same({k: v.cpu() for k, v in loaded.items()}, tensors)
+    assert_same({k: v.cpu() for k, v in enec.torch.load(compressed.read_bytes(), device="cuda").items()}, tensors)
+    with enec.safe_open(compressed, framework="pt", device="cuda") as f:
+        for name, tensor in tensors.items():
+            got = f.get_tensor(name)
+            assert got.device.type == "cuda" and torch.equal(raw(got.cpu()), raw(tensor)), name
+    assert not [w for w in recwarn if "enec" in str(w.message)]
+
+
+@cuda
+def test_cuda_load_names_a_damaged_tensor(files, tmp_path):
+    _, _, compressed = files
+    offset, length = payload(compressed, "w.f32")
+    bad = damaged(compressed, offset + length // 2, tmp_path / "bad.enec")
+    with pytest.raises(enec.EnecError, match='tensor "w.f32"'):
+        enec.torch.load_file(bad, device="cuda")
+    with pytest.raises(enec.EnecError, match='tensor "w.f32"'):
+        enec.torch.load(bad.read_bytes(), device="cuda")

@@ -48,9 +48,10 @@ class Checkpoint:
     def open(path: _Path, threads: Optional[int] = None) -> "Checkpoint": ...
     @staticmethod
     def from_bytes(data: bytes, threads: Optional[int] = None) -> "Checkpoint": ...
-    def tensors(self) -> List[Tuple[str, str, List[int], int, int, int, int]]:
+    def tensors(self) -> List[Tuple[str, str, List[int], int, int, int, int, bool, int]]:
         """(name, safetensors dtype, shape, bytes, offset in the original file, payload offset,
-        payload length), in file order."""
+        payload length, whether the payload is an enec stream, h32 of a verbatim payload or 0),
+        in file order."""
     def index(self, name: str) -> Optional[int]: ...
     def original_len(self) -> int:
         """The original file's length in bytes."""
@@ -60,3 +61,7 @@ class Checkpoint:
         """Decodes tensor ``index`` into caller-owned, writable, contiguous memory."""
     def decode_all_into(self, address: int, length: int) -> None:
         """Restores the whole original file into caller-owned, writable, contiguous memory."""
+
+def cuda_library() -> Optional[bytes]:
+    """The CUDA kernels and loader as a shared library, or ``None`` when the package was built
+    without nvcc."""

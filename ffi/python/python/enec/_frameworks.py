@@ -56,6 +56,7 @@ class Framework:
     ``view(buffer, offset, nbytes, what, dtype, shape)``: the array of dtype ``dtype`` and shape
     ``shape`` held in the ``nbytes`` bytes at ``offset`` of ``buffer`` (``what`` names it in
     errors).
+    ``dtype(what, dtype)``: the framework's dtype of the safetensors dtype ``dtype`` (torch only).
     ``device(device)``: ``device`` checked (a ``ValueError`` when arrays cannot go there), in
     the form ``to_device`` takes.
     ``to_device(array, device)``: the array on ``device``.
@@ -63,6 +64,7 @@ class Framework:
 
     bytes: Callable[[int], Tuple[Any, int]]
     view: Callable[[Any, int, int, str, str, Sequence[int]], Any]
+    dtype: Callable[[str, str], Any]
     device: Callable[[Any], Any]
     to_device: Callable[[Any, Any], Any]
 
@@ -140,12 +142,16 @@ def torch_framework() -> Framework:
         array, address = _numpy_bytes(n)  # numpy's huge pages: twice as fast to fill here
         return torch.from_numpy(array), address
 
-    def view(
-        buffer: Any, offset: int, nbytes: int, what: str, dtype: str, shape: Sequence[int]
-    ) -> Any:
+    def torch_dtype(what: str, dtype: str) -> Any:
         found = getattr(torch, _TORCH_DTYPES.get(dtype, ""), None)
         if not isinstance(found, torch.dtype):
             raise EnecError(f"{what}: dtype {dtype!r} has no equivalent in this torch")
+        return found
+
+    def view(
+        buffer: Any, offset: int, nbytes: int, what: str, dtype: str, shape: Sequence[int]
+    ) -> Any:
+        found = torch_dtype(what, dtype)
         elements(what, dtype, shape, found.itemsize, nbytes)
         if nbytes == 0:
             return torch.empty(shape, dtype=found)  # torch cannot view an empty byte buffer
@@ -166,6 +172,7 @@ def torch_framework() -> Framework:
     f = Framework()
     f.bytes = buffer
     f.view = view
+    f.dtype = torch_dtype
     f.device = device
     f.to_device = lambda tensor, device: tensor if device.type == "cpu" else tensor.to(device)
     return f
@@ -183,7 +190,7 @@ def framework(name: str) -> Framework:
     )
 
 
-Tensors = List[Tuple[str, str, List[int], int, int, int, int]]
+Tensors = List[Tuple[str, str, List[int], int, int, int, int, bool, int]]
 
 
 def load_one(

@@ -4,7 +4,7 @@ import json
 import os
 from typing import Any, Callable, Dict, List, Optional, Union
 
-from . import _frameworks
+from . import _frameworks, _gpu
 from ._enec import Checkpoint, EnecError
 
 
@@ -20,7 +20,13 @@ class safe_open:
 
     ``framework``: ``"pt"`` (or ``"torch"``, ``"pytorch"``: torch tensors) or ``"np"`` (or
     ``"numpy"``: numpy arrays); ``device``: where torch tensors go, checked on opening (numpy
-    arrays are on ``"cpu"``); ``threads``: decoding threads, ``None`` for all cores.
+    arrays are on ``"cpu"``); ``threads``: decoding threads (reading threads for a GPU),
+    ``None`` for all cores.
+
+    On a CUDA device (``"cuda"``, ``"cuda:1"``, a ``torch.device``) the compressed frames are
+    copied to the GPU and decoded there, checksums verified there; where that cannot run (a
+    package built without nvcc, a GPU the kernels were not built for), a warning says why once
+    and tensors are decoded on the CPU and copied.
     """
 
     def __init__(
@@ -31,19 +37,30 @@ class safe_open:
         *,
         threads: Optional[int] = None,
     ) -> None:
-        self._setup(framework, device, lambda: Checkpoint.open(os.fspath(filename), threads))
+        path = os.fspath(filename)
+        self._setup(framework, device, threads, path, lambda: Checkpoint.open(path, threads))
 
     @classmethod
     def _of(cls, data: bytes, framework: str, device: str, threads: Optional[int]) -> "safe_open":
         """A reader of the checkpoint held in ``data`` (for ``load(bytes)``)."""
         self = cls.__new__(cls)
-        self._setup(framework, device, lambda: Checkpoint.from_bytes(data, threads))
+        self._setup(framework, device, threads, data, lambda: Checkpoint.from_bytes(data, threads))
         return self
 
-    def _setup(self, framework: str, device: str, checkpoint: Callable[[], Checkpoint]) -> None:
+    def _setup(
+        self,
+        framework: str,
+        device: str,
+        threads: Optional[int],
+        source: Union[str, bytes],
+        checkpoint: Callable[[], Checkpoint],
+    ) -> None:
         # Arguments first, so that a wrong one is named before the file is read.
         self._framework = _frameworks.framework(framework)
         self._device = self._framework.device(device)
+        self._threads = threads
+        self._source = source
+        self._name = source if isinstance(source, str) else "<bytes>"
         self._checkpoint: Optional[Checkpoint] = checkpoint()
         self._tensors = self._checkpoint.tensors()
 
@@ -83,14 +100,39 @@ class safe_open:
     def get_tensor(self, name: str) -> Any:
         """The tensor ``name``, decoded (only it) into a new array or tensor."""
         index = self._index(name)
+        if self._on_gpu():
+            return self._gpu([index])[name]
         return _frameworks.load_one(
             self._open(), self._tensors, self._framework, index, self._device
         )
 
     def get_tensors(self) -> Dict[str, Any]:
         """Every tensor, by name, in file order (decoded with one call)."""
+        if self._on_gpu():
+            return self._gpu(range(len(self._tensors)))
         return _frameworks.load_all(
             self._open(), self._tensors, self._framework, self._device
+        )
+
+    def _on_gpu(self) -> bool:
+        """Whether tensors are decoded on the GPU (a warning once when they could not be)."""
+        if getattr(self._device, "type", None) != "cuda":
+            return False
+        reason = _gpu.unusable(self._device)
+        if reason is not None:
+            _gpu.warn_cpu(reason)
+        return reason is None
+
+    def _gpu(self, indices: Any) -> Dict[str, Any]:
+        return _gpu.load(
+            self._name,
+            self._open(),
+            self._tensors,
+            list(indices),
+            self._framework,
+            self._device,
+            self._source,
+            self._threads,
         )
 
     def get_slice(self, name: str) -> "TensorSlice":

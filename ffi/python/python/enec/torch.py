@@ -22,9 +22,12 @@ def load_file(
 ) -> Dict[str, torch.Tensor]:
     """Every tensor of the enec checkpoint ``filename``, by name, in file order, on ``device``.
 
-    Each tensor is decoded straight into a new CPU tensor, frames in parallel on ``threads``
-    threads (``None``: all cores), the GIL released; every checksum is verified. Tensors for
-    another device are moved there after decoding.
+    Each tensor is decoded straight into a new tensor, frames in parallel on ``threads``
+    threads (``None``: all cores), the GIL released; every checksum is verified. For a CUDA
+    device (``"cuda"``, ``"cuda:N"``, a ``torch.device``) the compressed frames are read into
+    pinned memory, copied to the GPU and decoded there into each tensor's memory (``threads``
+    read the file); where the GPU cannot decode them, a warning says why once and tensors are
+    decoded on the CPU and copied. Tensors for other devices are moved there after decoding.
     """
     with safe_open(filename, framework="pt", device=device, threads=threads) as f:
         return f.get_tensors()
