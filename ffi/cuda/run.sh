@@ -104,9 +104,14 @@ fi
 
 if [ $NCU -eq 1 ] && [ -x build/bench ] && command -v ncu > /dev/null; then
   step "Nsight Compute: one decode launch (ranked, checksums verified) and one encode launch"
-  ncu --set full --clock-control none -k regex:decode_columns --launch-skip 1 --launch-count 1 \
-    build/bench "$DATA/minilm" --tiles "$TILES" --profile > "$LOG/ncu_decode.txt" 2>&1
-  grep -E "decode_columns|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Dynamic Shared|Executed Ipc|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Executed Instructions  " "$LOG/ncu_decode.txt" | head -40
+  ncu --set full --import-source yes --clock-control none -k regex:'decode_(warp|columns)' \
+    --launch-skip 1 --launch-count 1 --export "$LOG/ncu_decode" --force-overwrite \
+    build/bench "$DATA/minilm" --tiles "$TILES" --profile > /dev/null 2>&1
+  ncu --import "$LOG/ncu_decode.ncu-rep" > "$LOG/ncu_decode.txt" 2>&1
+  # Executed instructions per SASS line, for the hot spots.
+  ncu --import "$LOG/ncu_decode.ncu-rep" --page source --print-source sass --csv \
+    > "$LOG/ncu_decode_sass.csv" 2>/dev/null || true
+  grep -E "decode_(warp|columns)|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Dynamic Shared|Executed Ipc|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Executed Instructions  " "$LOG/ncu_decode.txt" | head -40
   ncu --set basic --clock-control none -k regex:encode_kernel --launch-count 1 \
     build/bench "$DATA/minilm" --tiles "$TILES" --profile > "$LOG/ncu_encode.txt" 2>&1
   grep -E "encode_kernel|Duration|DRAM Throughput|Memory Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Dynamic Shared" "$LOG/ncu_encode.txt" | head -30

@@ -159,7 +159,26 @@ extern "C" int enec_cuda_decode(const enec_cuda_frame* d_frames, const enec_cuda
   const bool verify = verify_checksums != 0;
   const uint32_t eb = (batch->dtype_mask & (1u << ENEC_CUDA_FP32)) ? 4 : 2;
   cudaStream_t s = (cudaStream_t)stream;
-  if (batch->general_frames < batch->frames) {
+  // Escape arrays of a column frame: at most three levels, each padded by up to 31 bytes.
+  const uint32_t esc_cap = a16(batch->max_entries + 32 * dev::kColMaxEscapeLevels);
+  if (batch->general_frames < batch->frames && esc_cap <= dev::kWarpEscapeCap) {
+    // The warp kernel: per warp, a step's staging area, then the escape arrays.
+    dev::WarpSmem W;
+    W.esc = dev::kWarpStep * eb;
+    W.esc_cap = esc_cap;
+    W.stride = W.esc + W.esc_cap;
+    const uint32_t smem = dev::kWarpFrames * W.stride;
+    const uint32_t blocks = (batch->frames + dev::kWarpFrames - 1) / dev::kWarpFrames;
+    if (verify) {
+      cudaFuncSetAttribute(dev::decode_warp_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      ENEC_LAUNCH(dev::decode_warp_kernel<true>, blocks, dev::kWarpThreads, smem, s, d_frames,
+                  batch->frames, W, d_status);
+    } else {
+      cudaFuncSetAttribute(dev::decode_warp_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      ENEC_LAUNCH(dev::decode_warp_kernel<false>, blocks, dev::kWarpThreads, smem, s, d_frames,
+                  batch->frames, W, d_status);
+    }
+  } else if (batch->general_frames < batch->frames) {
     // The column kernel: ring, per-(row, thread) escape starts, the escape levels' arrays (at
     // most three of up to kColMaxElements entries, each padded by up to 31 bytes).
     dev::ColSmem C;

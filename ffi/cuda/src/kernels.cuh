@@ -746,6 +746,8 @@ ENEC_DEV void decode_frame(const enec_cuda_frame& fr, uint32_t f, const DecSmem&
 
 // The column kernel, which takes every frame the general kernel below leaves.
 #include "decode_columns.cuh"
+// The warp kernel, which takes column frames when their escape arrays fit.
+#include "decode_warp.cuh"
 
 namespace enec {
 namespace dev {

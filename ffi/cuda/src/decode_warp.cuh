@@ -1,0 +1,379 @@
+// Decode of column frames (column_frame in decode_columns.cuh), one warp per frame: the
+// default path for every batch whose escape arrays fit kWarpEscapeCap bytes a frame (the
+// column kernel takes the others).
+//
+// Why a warp: a frame's 32 lanes need no block barrier anywhere (only __syncwarp), so the four
+// frames of a block and the frames of the other blocks on an SM run independently and hide each
+// other's latency; the header prologue stalls one warp, not a block.
+//
+// A step decodes 1,024 consecutive elements: lane t takes octets u = 128 s + 32 j + t (j = 0..3)
+// of the frame's N / 8 octets in element order; octet u is row r = u div (C / 8), columns
+// 8 g .. 8 g + 7 (g = u mod (C / 8)), so its fields of every column-laid plane are one aligned
+// 16-byte load per sub-plane (decode_columns.cuh: why columns). One 64-bit warp scan of the four
+// octets' escape counts (16-bit counters) gives each octet its first entry in the resolved
+// level-2 array. The step's output goes to global memory and to a staging area in shared memory,
+// from which lane t hashes word t of each 128-byte block, so the warp's lanes are h32's lanes.
+#pragma once
+
+namespace enec {
+namespace dev {
+
+constexpr uint32_t kWarpFrames = 4;               // warps per block, one frame each
+constexpr uint32_t kWarpThreads = 32 * kWarpFrames;
+constexpr uint32_t kWarpStep = 1024;              // elements per step: 4 octets per lane
+constexpr uint32_t kWarpEscapeCap = 12 * 1024;    // escape-array bytes per frame, at most
+
+struct WarpShared {
+  FrameHeader h;
+  Layout lay;
+  uint32_t status;
+  uint32_t esc_at[kColMaxEscapeLevels + 1];  // byte offset of each escape level's array
+  uint8_t table[272];  // the symbol table, zero past its end (8-byte windows stay inside)
+};
+
+// Dynamic shared memory: `stride` bytes per warp, the staging area (kWarpStep elements of the
+// widest dtype) at 0, the escape arrays at `esc` (esc_cap bytes).
+struct WarpSmem {
+  uint32_t stride;
+  uint32_t esc;
+  uint32_t esc_cap;
+};
+
+// A column-laid plane of N values (N a multiple of 1,024, C = N / 16): every sub-plane of p bits
+// is 2 C p bytes (a multiple of 128, so no padding), hence sub-plane p of a plane of width w
+// starting at `base` sits at base + 2 C (w & (p - 1)), its fields shifted by w & (p - 1).
+struct ColPlane {
+  uint32_t base, width;
+};
+
+// Fields of elements (r, 8 g .. 8 g + 7) as in col_fields, for a register-held plane.
+template <bool SKIP16>
+ENEC_DEV void colp_fields(const uint8_t* fb, const ColPlane& pl, uint32_t C, uint32_t r,
+                          uint32_t g, uint32_t (&v)[4]) {
+  v[0] = v[1] = v[2] = v[3] = 0;
+#pragma unroll
+  for (uint32_t p = 1; p <= (SKIP16 ? 8u : 16u); p <<= 1) {
+    if (pl.width & p) {
+      const uint32_t o = pl.width & (p - 1);
+      const uint32_t set = r & (p - 1), bit = r & (0u - p);
+      const uint32_t mask = ((1u << p) - 1) * 0x10001u;
+      const uint4 w = *(const uint4*)(fb + pl.base + 2 * (C * o + 8 * g + C * set));
+      v[0] |= ((w.x >> bit) & mask) << o;
+      v[1] |= ((w.y >> bit) & mask) << o;
+      v[2] |= ((w.z >> bit) & mask) << o;
+      v[3] |= ((w.w >> bit) & mask) << o;
+    }
+  }
+}
+
+// Exclusive prefix sum over the warp; total: the sum of all lanes.
+template <class T>
+ENEC_DEV T warp_excl_scan(T v, T& total) {
+  const uint32_t lane = threadIdx.x & 31;
+  T incl = v;
+#pragma unroll
+  for (uint32_t d = 1; d < 32; d <<= 1) {
+    const T t = __shfl_up_sync(kFull, incl, d);
+    if (lane >= d) incl += t;
+  }
+  total = __shfl_sync(kFull, incl, 31);
+  return incl - v;
+}
+
+// The escape levels (as col_escape_levels, by one warp): planes 1..L of the layout into byte
+// arrays, resolved deepest first, so that entry e of the level-2 array holds the exponent of the
+// e-th level-1 escape. Returns false on corrupt escape counts (uniform).
+ENEC_DEV bool warp_escape_levels(const uint8_t* fb, WarpShared& S, uint8_t* esc) {
+  const uint32_t lane = threadIdx.x & 31, levels = S.h.levels;
+  for (uint32_t si = 0; si < 4; si++) {
+    bool any = false;
+    for (uint32_t idx = 1; idx <= levels; idx++) {
+      const Plane& pl = S.lay.planes[idx];
+      if (si >= pl.len) continue;
+      any = true;
+      uint8_t* T = esc + S.esc_at[idx];
+      const uint32_t W = pl.s[si].words, p = pl.s[si].bits, sh = pl.s[si].shift;
+      const uint32_t mask = (1u << p) - 1, rows = 16 / p, count = pl.count;
+      const uint16_t* w16 = (const uint16_t*)(fb + pl.s[si].offset);
+      for (uint32_t j = lane; j < W; j += 32) {
+        const uint32_t w = w16[j];
+        for (uint32_t rr = 0; rr < rows; rr++) {
+          const uint32_t e = rr * W + j;
+          if (e < count) {
+            const uint32_t v = ((w >> (rr * p)) & mask) << sh;
+            T[e] = (uint8_t)(si == 0 ? v : (T[e] | v));
+          }
+        }
+      }
+    }
+    if (!any) break;
+    __syncwarp();
+  }
+  // Levels L .. 2 (plane L-1 .. 1): codes to exponents, escapes take the next array's entries.
+  // Each lane takes 32 consecutive entries of a 1,024-entry chunk, 8 at a time.
+  for (uint32_t idx = levels - 1; idx >= 1 && idx < levels; idx--) {
+    const uint32_t count = S.lay.planes[idx].count, next = S.lay.planes[idx + 1].count;
+    const uint32_t w = S.h.widths[idx], start = S.lay.starts[idx];
+    const bool small = w <= 3;
+    const uint32_t* tw = (const uint32_t*)S.table + (start >> 2);
+    const uint32_t t0 = funnel_r(tw[0], tw[1], 8 * (start & 3));
+    const uint32_t t1 = funnel_r(tw[1], tw[2], 8 * (start & 3));
+    uint8_t* T = esc + S.esc_at[idx];
+    const uint8_t* Tn = esc + S.esc_at[idx + 1];
+    uint32_t carry = 0;
+    for (uint32_t c0 = 0; c0 < count; c0 += 32 * 32) {
+      uint32_t lo[4], hi[4], m[4], n = 0;
+#pragma unroll
+      for (uint32_t i = 0; i < 4; i++) {
+        const uint32_t e0 = c0 + (4 * lane + i) * 8;
+        const uint32_t valid = e0 < count ? (count - e0 < 8 ? count - e0 : 8) : 0;
+        const uint2 raw = valid ? *(const uint2*)(T + e0) : make_uint2(0, 0);
+        lo[i] = raw.x;
+        hi[i] = raw.y;
+        m[i] = col_escapes8(raw.x, raw.y, w) & ((1u << valid) - 1);
+        n += __popc(m[i]);
+      }
+      uint32_t total;
+      uint32_t pos = carry + warp_excl_scan(n, total);
+      if (carry + total > next) return false;  // uniform
+      carry += total;
+#pragma unroll
+      for (uint32_t i = 0; i < 4; i++) {
+        const uint32_t e0 = c0 + (4 * lane + i) * 8;
+        if (e0 < count) {
+          uint32_t xlo, xhi;
+          if (small) {
+            xlo = byte_perm(t0, t1, nibbles4(lo[i]));
+            xhi = byte_perm(t0, t1, nibbles4(hi[i]));
+          } else {
+            xlo = xhi = 0;
+#pragma unroll
+            for (uint32_t q = 0; q < 4; q++) {
+              xlo |= (uint32_t)S.table[(start + ((lo[i] >> (8 * q)) & 0xffu)) & 0xffu] << (8 * q);
+              xhi |= (uint32_t)S.table[(start + ((hi[i] >> (8 * q)) & 0xffu)) & 0xffu] << (8 * q);
+            }
+          }
+          if (m[i]) {
+            const uint32_t* wp = (const uint32_t*)(Tn + (pos & ~3u));
+            const uint32_t sh = 8 * (pos & 3);
+            col_take_escapes(m[i], funnel_r(wp[0], wp[1], sh), funnel_r(wp[1], wp[2], sh), xlo, xhi);
+          }
+          *(uint2*)(T + e0) = make_uint2(xlo, xhi);
+          pos += __popc(m[i]);
+        }
+      }
+    }
+    if (carry != next) return false;
+    __syncwarp();
+  }
+  return true;
+}
+
+// Output words of octet (r, g) of a ranked frame: exponents from the level-1 codes c (escaped
+// elements take consecutive entries of X from `first`), merged with the residuals.
+template <int DT>
+ENEC_DEV void warp_octet(const uint8_t* fb, const WarpShared& S, const ColPlane& res,
+                         uint32_t C, uint32_t r, uint32_t g, const uint32_t (&c)[4],
+                         uint32_t mask8, const uint8_t* X, uint32_t first, bool small,
+                         uint32_t t0, uint32_t t1, uint32_t (&out)[2 * DT_<DT>::EB]) {
+  constexpr int EB = DT_<DT>::EB;
+  const uint32_t k = S.h.dead_bits;
+  uint32_t xlo, xhi;
+  if (small) {
+    const uint32_t s01 = (c[0] | (c[0] >> 12)) & 0xffu, s23 = (c[1] | (c[1] >> 12)) & 0xffu;
+    const uint32_t s45 = (c[2] | (c[2] >> 12)) & 0xffu, s67 = (c[3] | (c[3] >> 12)) & 0xffu;
+    xlo = byte_perm(t0, t1, s01 | (s23 << 8));
+    xhi = byte_perm(t0, t1, s45 | (s67 << 8));
+  } else {
+    xlo = xhi = 0;
+#pragma unroll
+    for (uint32_t q = 0; q < 8; q++) {
+      const uint32_t code = (c[q >> 1] >> (16 * (q & 1))) & 0xffffu;
+      const uint32_t x = S.table[code & 0xffu];
+      if (q < 4) xlo |= x << (8 * q);
+      else xhi |= x << (8 * (q - 4));
+    }
+  }
+  if (mask8) {
+    const uint32_t* wp = (const uint32_t*)(X + (first & ~3u));
+    const uint32_t a = wp[0], b = wp[1], d = wp[2];
+    const uint32_t sh = 8 * (first & 3);
+    col_take_escapes(mask8, funnel_r(a, b, sh), funnel_r(b, d, sh), xlo, xhi);
+  }
+  if (EB == 2) {
+    uint32_t rr[4], o4[4];
+    colp_fields<false>(fb, res, C, r, g, rr);
+    col_merge16<DT>(xlo, xhi, rr, k, o4);
+#pragma unroll
+    for (int q = 0; q < 4; q++) out[q] = o4[q];
+  } else {
+    uint32_t rr[4];
+    colp_fields<true>(fb, res, C, r, g, rr);
+    uint32_t hi16[4] = {0, 0, 0, 0}, o16 = 0;
+    if (res.width & 16) {
+      o16 = res.width & 15;
+      const uint4 w = *(const uint4*)(fb + res.base + 2 * (C * o16 + 8 * g + C * r));
+      hi16[0] = w.x; hi16[1] = w.y; hi16[2] = w.z; hi16[3] = w.w;
+    }
+    const uint32_t live = DT_<DT>::M - k, lm = (1u << live) - 1;
+#pragma unroll
+    for (uint32_t q = 0; q < 8; q++) {
+      const uint32_t h = 16 * (q & 1);
+      const uint32_t rv = ((rr[q >> 1] >> h) & 0xffffu) | (((hi16[q >> 1] >> h) & 0xffffu) << o16);
+      const uint32_t x = ((q < 4 ? xlo : xhi) >> (8 * (q & 3))) & 0xffu;
+      out[q] = ((rv >> live) << 31) | (x << 23) | ((rv & lm) << k);
+    }
+  }
+}
+
+// One frame by one warp. Status: 0 or the frame's error bits.
+template <int DT, bool VERIFY>
+ENEC_DEV void warp_frame(const enec_cuda_frame& fr, uint32_t f, const WarpSmem& L,
+                         uint32_t* status, WarpShared& S, uint8_t* mine) {
+  constexpr int EB = DT_<DT>::EB;
+  constexpr int NW = 2 * EB;  // output words per octet
+  const uint32_t lane = threadIdx.x & 31;
+  const uint8_t* fb = (const uint8_t*)fr.src;
+  DtypeInfo d = {8, 7, 2};
+  dtype_info(DT, &d);
+  if (lane == 0) {
+    uint32_t err = frame_prologue(fr, fb, d, S.h, S.lay);
+    if (!err && S.h.coding == kRanked) {
+      // The escape arrays, each padded so that 8-byte windows and 8-byte groups stay inside.
+      uint32_t at = 0;
+      for (uint32_t idx = 1; idx <= S.h.levels; idx++) {
+        S.esc_at[idx] = at;
+        at += (S.lay.planes[idx].count + 16 + 15) & ~15u;
+      }
+      if (at > L.esc_cap) err = kErrSize;  // cannot happen for frames the host indexed
+    }
+    S.status = err;
+  }
+  __syncwarp();
+  if (S.status != 0) {
+    if (lane == 0) status[f] = S.status;
+    return;
+  }
+  const uint32_t N = fr.elements;
+  const bool ranked = S.h.coding == kRanked;
+  if (ranked) {
+    bool bad = false;
+    for (uint32_t t = lane; t < sizeof S.table; t += 32) {
+      const uint8_t x = t < S.lay.table_len ? fb[S.lay.table_at + t] : 0;
+      S.table[t] = x;
+      bad |= (x >> d.e) != 0;
+    }
+    if (__any_sync(kFull, bad)) {
+      if (lane == 0) status[f] = kErrTable;
+      return;
+    }
+    __syncwarp();
+  }
+  const bool hashing = VERIFY && fr.checksums;
+  uint8_t* dst = (uint8_t*)fr.dst;
+  const bool vec = (((uintptr_t)dst) & 15) == 0;
+  uint32_t acc = kP5 + lane;
+  uint32_t err = 0;
+  if (!ranked) {
+    // Stored: 128-byte blocks, lane t copies (and hashes) word t of each.
+    const uint8_t* body = fb + kFrameHeaderBytes;
+    for (uint32_t b = 0; b < N * EB / 128; b++) {
+      const uint32_t w = ((const uint32_t*)body)[32 * b + lane];
+      uint8_t* o = dst + 128 * b + 4 * lane;
+      if (vec) {
+        *(uint32_t*)o = w;
+      } else {
+        for (int i = 0; i < 4; i++) o[i] = (uint8_t)(w >> (8 * i));
+      }
+      if (hashing) acc = h32_round(acc, w);
+    }
+  } else {
+    uint8_t* esc = mine + L.esc;
+    uint32_t* stage = (uint32_t*)mine;
+    if (!warp_escape_levels(fb, S, esc)) {
+      if (lane == 0) status[f] = kErrEscapes;
+      return;
+    }
+    const uint8_t* X = esc + S.esc_at[1];
+    const uint32_t c2 = S.lay.planes[1].count, m1 = S.h.widths[0];
+    const ColPlane l1 = {S.lay.planes[0].s[0].offset, m1};
+    const ColPlane res = {S.lay.residual.len ? S.lay.residual.s[0].offset : 0, S.lay.residual.width};
+    const uint32_t C = N / 16, per_row = C / 8;
+    // u div per_row as a multiply-high: per_row <= 128 and u < 2,048, so ceil(2^32 / per_row)
+    // is exact.
+    const uint32_t rdiv = (uint32_t)((0x100000000ull + per_row - 1) / per_row);
+    const bool small = m1 <= 3;
+    const uint32_t t0 = ((const uint32_t*)S.table)[0], t1 = ((const uint32_t*)S.table)[1];
+    uint32_t base = 0;
+    for (uint32_t s = 0; s < N / kWarpStep; s++) {
+      uint32_t c[4][4], mask[4], r[4], g[4];
+      uint64_t cnt = 0;
+#pragma unroll
+      for (uint32_t j = 0; j < 4; j++) {
+        const uint32_t u = 128 * s + 32 * j + lane;
+        r[j] = (uint32_t)(((uint64_t)u * rdiv) >> 32);
+        g[j] = u - r[j] * per_row;
+        colp_fields<false>(fb, l1, C, r[j], g[j], c[j]);
+        mask[j] = col_escapes(c[j], m1);
+        cnt |= (uint64_t)__popc(mask[j]) << (16 * j);
+      }
+      uint64_t all;
+      const uint64_t before = warp_excl_scan(cnt, all);
+      uint32_t first = base;
+#pragma unroll
+      for (uint32_t j = 0; j < 4; j++) {
+        // Past the array's end only on corrupt input (caught below): stay inside its padding.
+        uint32_t at = first + (uint32_t)((before >> (16 * j)) & 0xffffu);
+        at = at < c2 ? at : c2;
+        uint32_t out[NW];
+        warp_octet<DT>(fb, S, res, C, r[j], g[j], c[j], mask[j], X, at, small, t0, t1, out);
+        col_store<NW>(dst + (size_t)(r[j] * C + 8 * g[j]) * EB, vec, out);
+        if (hashing) col_ring_put<NW>((uint8_t*)stage + (32 * j + lane) * 8 * EB, out);
+        first += (uint32_t)((all >> (16 * j)) & 0xffffu);
+      }
+      base = first;
+      if (hashing) {
+        __syncwarp();
+#pragma unroll
+        for (uint32_t b = 0; b < kWarpStep * EB / 128; b++) acc = h32_round(acc, stage[32 * b + lane]);
+        __syncwarp();
+      }
+    }
+    if (base != c2) err = kErrEscapes;
+  }
+  if (hashing) {
+    uint32_t h = N * EB + kP5;
+    for (int j = 0; j < 32; j++) h = rotl32(h + __shfl_sync(kFull, acc, j) * kP3, 17) * kP4;
+    h ^= h >> 15;
+    h *= kP2;
+    h ^= h >> 13;
+    h *= kP3;
+    h ^= h >> 16;
+    if (h != S.h.checksum && err == 0) err = kErrChecksum;
+  }
+  if (lane == 0) status[f] = err;
+}
+
+template <bool VERIFY>
+__global__ void __launch_bounds__(kWarpThreads, 4)
+    decode_warp_kernel(const enec_cuda_frame* frames, uint32_t n, WarpSmem L, uint32_t* status) {
+  __shared__ WarpShared S[kWarpFrames];
+  const uint32_t w = threadIdx.x >> 5;
+  const uint32_t f = blockIdx.x * kWarpFrames + w;
+  if (f >= n) return;
+  const enec_cuda_frame fr = frames[f];
+  if (!column_frame(fr.elements, fr.coding)) return;  // the general kernel's
+  uint8_t* mine = dyn_smem() + w * L.stride;
+  if (fr.dtype == ENEC_CUDA_BF16) {
+    warp_frame<1, VERIFY>(fr, f, L, status, S[w], mine);
+  } else if (fr.dtype == ENEC_CUDA_FP16) {
+    warp_frame<2, VERIFY>(fr, f, L, status, S[w], mine);
+  } else if (fr.dtype == ENEC_CUDA_FP32) {
+    warp_frame<3, VERIFY>(fr, f, L, status, S[w], mine);
+  } else if ((threadIdx.x & 31) == 0) {
+    status[f] = kErrHeader;
+  }
+}
+
+}  // namespace dev
+}  // namespace enec
