@@ -406,6 +406,18 @@ int main(int argc, char** argv) {
       g_rows.push_back(row);
       Row nv{std::string("enec ") + c.name + " (decode without h32 check)", (double)bytes / len, {0, 0}, tn, ""};
       g_rows.push_back(nv);
+      if (c.coding == ENEC_CUDA_RANKED) {
+        // The same frames through the column kernel (one block per frame), which
+        // enec_cuda_decode takes when a batch's escape arrays exceed the warp kernel's bound.
+        enec_cuda_batch wide = s.batch;
+        wide.max_entries = 3 * 16384;  // the most any column frame can hold
+        CK(cudaMemset(d_dec, 0, bytes));
+        Timing tc = time_it(st, 2, iters, [&] { enec_cuda_decode(s.d_frames, &wide, 1, s.d_status, st); });
+        check(statuses_ok(s) && same_device_bytes(d_u, d_dec, padded),
+              "GPU decode (ranked, column kernel, checksums verified) identical");
+        g_rows.push_back({"enec ranked, column kernel", (double)bytes / len, {0, 0}, tc,
+                          "decode with h32 verification, one block per frame"});
+      }
       cudaFree(s.d_frames);
       cudaFree(s.d_status);
     } else {
