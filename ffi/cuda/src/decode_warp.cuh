@@ -46,15 +46,17 @@ struct ColPlane {
   uint32_t base, width;
 };
 
-// Fields of elements (r, 8 g .. 8 g + 7) as in col_fields, for a register-held plane.
-template <bool SKIP16>
+// Fields of elements (r, 8 g .. 8 g + 7) as in col_fields, for a register-held plane. W: the
+// plane's width when known at compile time (its sub-plane tests fold away), else 0.
+template <bool SKIP16, uint32_t W>
 ENEC_DEV void colp_fields(const uint8_t* fb, const ColPlane& pl, uint32_t C, uint32_t r,
                           uint32_t g, uint32_t (&v)[4]) {
+  const uint32_t width = W ? W : pl.width;
   v[0] = v[1] = v[2] = v[3] = 0;
 #pragma unroll
   for (uint32_t p = 1; p <= (SKIP16 ? 8u : 16u); p <<= 1) {
-    if (pl.width & p) {
-      const uint32_t o = pl.width & (p - 1);
+    if (width & p) {
+      const uint32_t o = width & (p - 1);
       const uint32_t set = r & (p - 1), bit = r & (0u - p);
       const uint32_t mask = ((1u << p) - 1) * 0x10001u;
       const uint4 w = *(const uint4*)(fb + pl.base + 2 * (C * o + 8 * g + C * set));
@@ -95,12 +97,22 @@ ENEC_DEV bool warp_escape_levels(const uint8_t* fb, WarpShared& S, uint8_t* esc)
       const uint32_t W = pl.s[si].words, p = pl.s[si].bits, sh = pl.s[si].shift;
       const uint32_t mask = (1u << p) - 1, rows = 16 / p, count = pl.count;
       const uint16_t* w16 = (const uint16_t*)(fb + pl.s[si].offset);
-      for (uint32_t j = lane; j < W; j += 32) {
-        const uint32_t w = w16[j];
-        for (uint32_t rr = 0; rr < rows; rr++) {
-          const uint32_t e = rr * W + j;
-          if (e < count) {
-            const uint32_t v = ((w >> (rr * p)) & mask) << sh;
+      // Four words in flight per lane: the loads, then the fields.
+      for (uint32_t j0 = 0; j0 < W; j0 += 128) {
+        uint32_t w[4];
+#pragma unroll
+        for (uint32_t i = 0; i < 4; i++) {
+          const uint32_t j = j0 + 32 * i + lane;
+          w[i] = j < W ? w16[j] : 0;
+        }
+#pragma unroll
+        for (uint32_t i = 0; i < 4; i++) {
+          const uint32_t j = j0 + 32 * i + lane;
+          if (j >= W) break;
+          for (uint32_t rr = 0; rr < rows; rr++) {
+            const uint32_t e = rr * W + j;
+            if (e >= count) break;
+            const uint32_t v = ((w[i] >> (rr * p)) & mask) << sh;
             T[e] = (uint8_t)(si == 0 ? v : (T[e] | v));
           }
         }
@@ -171,7 +183,7 @@ ENEC_DEV bool warp_escape_levels(const uint8_t* fb, WarpShared& S, uint8_t* esc)
 
 // Output words of octet (r, g) of a ranked frame: exponents from the level-1 codes c (escaped
 // elements take consecutive entries of X from `first`), merged with the residuals.
-template <int DT>
+template <int DT, uint32_t W1, uint32_t RW>
 ENEC_DEV void warp_octet(const uint8_t* fb, const WarpShared& S, const ColPlane& res,
                          uint32_t C, uint32_t r, uint32_t g, const uint32_t (&c)[4],
                          uint32_t mask8, const uint8_t* X, uint32_t first, bool small,
@@ -179,7 +191,7 @@ ENEC_DEV void warp_octet(const uint8_t* fb, const WarpShared& S, const ColPlane&
   constexpr int EB = DT_<DT>::EB;
   const uint32_t k = S.h.dead_bits;
   uint32_t xlo, xhi;
-  if (small) {
+  if (W1 ? W1 <= 3 : small) {
     const uint32_t s01 = (c[0] | (c[0] >> 12)) & 0xffu, s23 = (c[1] | (c[1] >> 12)) & 0xffu;
     const uint32_t s45 = (c[2] | (c[2] >> 12)) & 0xffu, s67 = (c[3] | (c[3] >> 12)) & 0xffu;
     xlo = byte_perm(t0, t1, s01 | (s23 << 8));
@@ -202,16 +214,17 @@ ENEC_DEV void warp_octet(const uint8_t* fb, const WarpShared& S, const ColPlane&
   }
   if (EB == 2) {
     uint32_t rr[4], o4[4];
-    colp_fields<false>(fb, res, C, r, g, rr);
+    colp_fields<false, RW>(fb, res, C, r, g, rr);
     col_merge16<DT>(xlo, xhi, rr, k, o4);
 #pragma unroll
     for (int q = 0; q < 4; q++) out[q] = o4[q];
   } else {
     uint32_t rr[4];
-    colp_fields<true>(fb, res, C, r, g, rr);
+    colp_fields<true, RW>(fb, res, C, r, g, rr);
+    const uint32_t rw = RW ? RW : res.width;
     uint32_t hi16[4] = {0, 0, 0, 0}, o16 = 0;
-    if (res.width & 16) {
-      o16 = res.width & 15;
+    if (rw & 16) {
+      o16 = rw & 15;
       const uint4 w = *(const uint4*)(fb + res.base + 2 * (C * o16 + 8 * g + C * r));
       hi16[0] = w.x; hi16[1] = w.y; hi16[2] = w.z; hi16[3] = w.w;
     }
@@ -226,12 +239,68 @@ ENEC_DEV void warp_octet(const uint8_t* fb, const WarpShared& S, const ColPlane&
   }
 }
 
-// One frame by one warp. Status: 0 or the frame's error bits.
+// The elements of a ranked frame, step by step (see the top of this file); returns the number of
+// level-1 escapes met, to check against c2. W1, RW: the level-1 and residual widths when the
+// caller dispatched on them (their sub-plane tests fold away), else 0.
+template <int DT, uint32_t W1, uint32_t RW>
+ENEC_DEV uint32_t warp_rows(const uint8_t* fb, const WarpShared& S, const ColPlane& l1,
+                            const ColPlane& res, uint32_t N, const uint8_t* X, uint32_t c2,
+                            uint8_t* dst, bool vec, bool hashing, uint32_t* stage,
+                            uint32_t& acc) {
+  constexpr int EB = DT_<DT>::EB;
+  constexpr int NW = 2 * EB;  // output words per octet
+  const uint32_t lane = threadIdx.x & 31;
+  const uint32_t m1 = W1 ? W1 : l1.width;
+  const uint32_t C = N / 16, per_row = C / 8;
+  // u div per_row as a multiply-high: per_row <= 128 and u < 2,048, so ceil(2^32 / per_row)
+  // is exact.
+  const uint32_t rdiv = (uint32_t)((0x100000000ull + per_row - 1) / per_row);
+  const bool small = m1 <= 3;
+  const uint32_t t0 = ((const uint32_t*)S.table)[0], t1 = ((const uint32_t*)S.table)[1];
+  uint32_t base = 0;
+  for (uint32_t s = 0; s < N / kWarpStep; s++) {
+    uint32_t c[4][4], mask[4], r[4], g[4];
+    uint64_t cnt = 0;
+#pragma unroll
+    for (uint32_t j = 0; j < 4; j++) {
+      const uint32_t u = 128 * s + 32 * j + lane;
+      r[j] = (uint32_t)(((uint64_t)u * rdiv) >> 32);
+      g[j] = u - r[j] * per_row;
+      colp_fields<false, W1>(fb, l1, C, r[j], g[j], c[j]);
+      mask[j] = col_escapes(c[j], m1);
+      cnt |= (uint64_t)__popc(mask[j]) << (16 * j);
+    }
+    uint64_t all;
+    const uint64_t before = warp_excl_scan(cnt, all);
+    uint32_t first = base;
+#pragma unroll
+    for (uint32_t j = 0; j < 4; j++) {
+      // Past the array's end only on corrupt input (caught by the caller): stay inside its
+      // padding.
+      uint32_t at = first + (uint32_t)((before >> (16 * j)) & 0xffffu);
+      at = at < c2 ? at : c2;
+      uint32_t out[NW];
+      warp_octet<DT, W1, RW>(fb, S, res, C, r[j], g[j], c[j], mask[j], X, at, small, t0, t1, out);
+      col_store<NW>(dst + (size_t)(r[j] * C + 8 * g[j]) * EB, vec, out);
+      if (hashing) col_ring_put<NW>((uint8_t*)stage + (32 * j + lane) * 8 * EB, out);
+      first += (uint32_t)((all >> (16 * j)) & 0xffffu);
+    }
+    base = first;
+    if (hashing) {
+      __syncwarp();
+#pragma unroll
+      for (uint32_t b = 0; b < kWarpStep * EB / 128; b++) acc = h32_round(acc, stage[32 * b + lane]);
+      __syncwarp();
+    }
+  }
+  return base;
+}
+
+// One frame by one warp. Status: 0 or the frame's error.
 template <int DT, bool VERIFY>
 ENEC_DEV void warp_frame(const enec_cuda_frame& fr, uint32_t f, const WarpSmem& L,
                          uint32_t* status, WarpShared& S, uint8_t* mine) {
   constexpr int EB = DT_<DT>::EB;
-  constexpr int NW = 2 * EB;  // output words per octet
   const uint32_t lane = threadIdx.x & 31;
   const uint8_t* fb = (const uint8_t*)fr.src;
   DtypeInfo d = {8, 7, 2};
@@ -298,47 +367,18 @@ ENEC_DEV void warp_frame(const enec_cuda_frame& fr, uint32_t f, const WarpSmem& 
     const uint32_t c2 = S.lay.planes[1].count, m1 = S.h.widths[0];
     const ColPlane l1 = {S.lay.planes[0].s[0].offset, m1};
     const ColPlane res = {S.lay.residual.len ? S.lay.residual.s[0].offset : 0, S.lay.residual.width};
-    const uint32_t C = N / 16, per_row = C / 8;
-    // u div per_row as a multiply-high: per_row <= 128 and u < 2,048, so ceil(2^32 / per_row)
-    // is exact.
-    const uint32_t rdiv = (uint32_t)((0x100000000ull + per_row - 1) / per_row);
-    const bool small = m1 <= 3;
-    const uint32_t t0 = ((const uint32_t*)S.table)[0], t1 = ((const uint32_t*)S.table)[1];
-    uint32_t base = 0;
-    for (uint32_t s = 0; s < N / kWarpStep; s++) {
-      uint32_t c[4][4], mask[4], r[4], g[4];
-      uint64_t cnt = 0;
-#pragma unroll
-      for (uint32_t j = 0; j < 4; j++) {
-        const uint32_t u = 128 * s + 32 * j + lane;
-        r[j] = (uint32_t)(((uint64_t)u * rdiv) >> 32);
-        g[j] = u - r[j] * per_row;
-        colp_fields<false>(fb, l1, C, r[j], g[j], c[j]);
-        mask[j] = col_escapes(c[j], m1);
-        cnt |= (uint64_t)__popc(mask[j]) << (16 * j);
-      }
-      uint64_t all;
-      const uint64_t before = warp_excl_scan(cnt, all);
-      uint32_t first = base;
-#pragma unroll
-      for (uint32_t j = 0; j < 4; j++) {
-        // Past the array's end only on corrupt input (caught below): stay inside its padding.
-        uint32_t at = first + (uint32_t)((before >> (16 * j)) & 0xffffu);
-        at = at < c2 ? at : c2;
-        uint32_t out[NW];
-        warp_octet<DT>(fb, S, res, C, r[j], g[j], c[j], mask[j], X, at, small, t0, t1, out);
-        col_store<NW>(dst + (size_t)(r[j] * C + 8 * g[j]) * EB, vec, out);
-        if (hashing) col_ring_put<NW>((uint8_t*)stage + (32 * j + lane) * 8 * EB, out);
-        first += (uint32_t)((all >> (16 * j)) & 0xffffu);
-      }
-      base = first;
-      if (hashing) {
-        __syncwarp();
-#pragma unroll
-        for (uint32_t b = 0; b < kWarpStep * EB / 128; b++) acc = h32_round(acc, stage[32 * b + lane]);
-        __syncwarp();
-      }
-    }
+    const uint32_t shape = m1 | (res.width << 8);
+    uint32_t base;
+#define ENEC_WARP_ROWS(w1, rw) \
+  warp_rows<DT, w1, rw>(fb, S, l1, res, N, X, c2, dst, vec, hashing, stage, acc)
+    if (DT == 1 && shape == (2 | 8 << 8)) base = ENEC_WARP_ROWS(2, 8);
+    else if (DT == 1 && shape == (3 | 8 << 8)) base = ENEC_WARP_ROWS(3, 8);
+    else if (DT == 2 && shape == (2 | 11 << 8)) base = ENEC_WARP_ROWS(2, 11);
+    else if (DT == 2 && shape == (3 | 11 << 8)) base = ENEC_WARP_ROWS(3, 11);
+    else if (DT == 3 && shape == (2 | 24 << 8)) base = ENEC_WARP_ROWS(2, 24);
+    else if (DT == 3 && shape == (3 | 24 << 8)) base = ENEC_WARP_ROWS(3, 24);
+    else base = ENEC_WARP_ROWS(0, 0);
+#undef ENEC_WARP_ROWS
     if (base != c2) err = kErrEscapes;
   }
   if (hashing) {
@@ -355,7 +395,7 @@ ENEC_DEV void warp_frame(const enec_cuda_frame& fr, uint32_t f, const WarpSmem& 
 }
 
 template <bool VERIFY>
-__global__ void __launch_bounds__(kWarpThreads, 4)
+__global__ void __launch_bounds__(kWarpThreads, 5)
     decode_warp_kernel(const enec_cuda_frame* frames, uint32_t n, WarpSmem L, uint32_t* status) {
   __shared__ WarpShared S[kWarpFrames];
   const uint32_t w = threadIdx.x >> 5;

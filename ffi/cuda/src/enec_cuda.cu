@@ -171,10 +171,12 @@ extern "C" int enec_cuda_decode(const enec_cuda_frame* d_frames, const enec_cuda
     const uint32_t blocks = (batch->frames + dev::kWarpFrames - 1) / dev::kWarpFrames;
     if (verify) {
       cudaFuncSetAttribute(dev::decode_warp_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      cudaFuncSetAttribute(dev::decode_warp_kernel<true>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
       ENEC_LAUNCH(dev::decode_warp_kernel<true>, blocks, dev::kWarpThreads, smem, s, d_frames,
                   batch->frames, W, d_status);
     } else {
       cudaFuncSetAttribute(dev::decode_warp_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+      cudaFuncSetAttribute(dev::decode_warp_kernel<false>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
       ENEC_LAUNCH(dev::decode_warp_kernel<false>, blocks, dev::kWarpThreads, smem, s, d_frames,
                   batch->frames, W, d_status);
     }
