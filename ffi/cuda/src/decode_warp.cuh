@@ -11,8 +11,9 @@
 // 8 g .. 8 g + 7 (g = u mod (C / 8)), so its fields of every column-laid plane are one aligned
 // 16-byte load per sub-plane (decode_columns.cuh: why columns). One 64-bit warp scan of the four
 // octets' escape counts (16-bit counters) gives each octet its first entry in the resolved
-// level-2 array. The step's output goes to global memory and to a staging area in shared memory,
-// from which lane t hashes word t of each 128-byte block, so the warp's lanes are h32's lanes.
+// level-2 array. Each group of 32 octets goes to global memory and to a staging area in shared
+// memory, from which lane t hashes word t of each 128-byte block: the warp's lanes are h32's
+// lanes.
 #pragma once
 
 namespace enec {
@@ -21,6 +22,7 @@ namespace dev {
 constexpr uint32_t kWarpFrames = 4;               // warps per block, one frame each
 constexpr uint32_t kWarpThreads = 32 * kWarpFrames;
 constexpr uint32_t kWarpStep = 1024;              // elements per step: 4 octets per lane
+constexpr uint32_t kWarpStage = 256;              // elements staged for hashing at a time
 constexpr uint32_t kWarpEscapeCap = 12 * 1024;    // escape-array bytes per frame, at most
 
 struct WarpShared {
@@ -31,7 +33,7 @@ struct WarpShared {
   uint8_t table[272];  // the symbol table, zero past its end (8-byte windows stay inside)
 };
 
-// Dynamic shared memory: `stride` bytes per warp, the staging area (kWarpStep elements of the
+// Dynamic shared memory: `stride` bytes per warp, the staging area (kWarpStage elements of the
 // widest dtype) at 0, the escape arrays at `esc` (esc_cap bytes).
 struct WarpSmem {
   uint32_t stride;
@@ -82,6 +84,35 @@ ENEC_DEV T warp_excl_scan(T v, T& total) {
   return incl - v;
 }
 
+// The fields of one p-bit sub-plane (W words, count fields) into the byte array T, shifted by
+// sh: stored by the first sub-plane of a plane, ORed by the others. Four words in flight per
+// lane, the 16 / p fields of each unrolled.
+template <uint32_t P>
+ENEC_DEV void warp_scatter(const uint16_t* w16, uint32_t W, uint32_t count, uint32_t sh,
+                           bool first, uint8_t* T) {
+  const uint32_t lane = threadIdx.x & 31;
+  for (uint32_t j0 = 0; j0 < W; j0 += 128) {
+    uint32_t w[4];
+#pragma unroll
+    for (uint32_t i = 0; i < 4; i++) {
+      const uint32_t j = j0 + 32 * i + lane;
+      w[i] = j < W ? w16[j] : 0;
+    }
+#pragma unroll
+    for (uint32_t i = 0; i < 4; i++) {
+      const uint32_t j = j0 + 32 * i + lane;
+#pragma unroll
+      for (uint32_t rr = 0; rr < 16 / P; rr++) {
+        const uint32_t e = rr * W + j;
+        if (j < W && e < count) {
+          const uint32_t v = ((w[i] >> (rr * P)) & ((1u << P) - 1)) << sh;
+          T[e] = (uint8_t)(first ? v : (T[e] | v));
+        }
+      }
+    }
+  }
+}
+
 // The escape levels (as col_escape_levels, by one warp): planes 1..L of the layout into byte
 // arrays, resolved deepest first, so that entry e of the level-2 array holds the exponent of the
 // e-th level-1 escape. Returns false on corrupt escape counts (uniform).
@@ -95,27 +126,14 @@ ENEC_DEV bool warp_escape_levels(const uint8_t* fb, WarpShared& S, uint8_t* esc)
       any = true;
       uint8_t* T = esc + S.esc_at[idx];
       const uint32_t W = pl.s[si].words, p = pl.s[si].bits, sh = pl.s[si].shift;
-      const uint32_t mask = (1u << p) - 1, rows = 16 / p, count = pl.count;
+      const uint32_t count = pl.count;
       const uint16_t* w16 = (const uint16_t*)(fb + pl.s[si].offset);
-      // Four words in flight per lane: the loads, then the fields.
-      for (uint32_t j0 = 0; j0 < W; j0 += 128) {
-        uint32_t w[4];
-#pragma unroll
-        for (uint32_t i = 0; i < 4; i++) {
-          const uint32_t j = j0 + 32 * i + lane;
-          w[i] = j < W ? w16[j] : 0;
-        }
-#pragma unroll
-        for (uint32_t i = 0; i < 4; i++) {
-          const uint32_t j = j0 + 32 * i + lane;
-          if (j >= W) break;
-          for (uint32_t rr = 0; rr < rows; rr++) {
-            const uint32_t e = rr * W + j;
-            if (e >= count) break;
-            const uint32_t v = ((w[i] >> (rr * p)) & mask) << sh;
-            T[e] = (uint8_t)(si == 0 ? v : (T[e] | v));
-          }
-        }
+      switch (p) {
+        case 1: warp_scatter<1>(w16, W, count, sh, si == 0, T); break;
+        case 2: warp_scatter<2>(w16, W, count, sh, si == 0, T); break;
+        case 4: warp_scatter<4>(w16, W, count, sh, si == 0, T); break;
+        case 8: warp_scatter<8>(w16, W, count, sh, si == 0, T); break;
+        default: warp_scatter<16>(w16, W, count, sh, si == 0, T); break;
       }
     }
     if (!any) break;
@@ -181,16 +199,11 @@ ENEC_DEV bool warp_escape_levels(const uint8_t* fb, WarpShared& S, uint8_t* esc)
   return true;
 }
 
-// Output words of octet (r, g) of a ranked frame: exponents from the level-1 codes c (escaped
-// elements take consecutive entries of X from `first`), merged with the residuals.
-template <int DT, uint32_t W1, uint32_t RW>
-ENEC_DEV void warp_octet(const uint8_t* fb, const WarpShared& S, const ColPlane& res,
-                         uint32_t C, uint32_t r, uint32_t g, const uint32_t (&c)[4],
-                         uint32_t mask8, const uint8_t* X, uint32_t first, bool small,
-                         uint32_t t0, uint32_t t1, uint32_t (&out)[2 * DT_<DT>::EB]) {
-  constexpr int EB = DT_<DT>::EB;
-  const uint32_t k = S.h.dead_bits;
-  uint32_t xlo, xhi;
+// Exponent bytes of an octet from its level-1 codes c (escaped elements get garbage, replaced
+// by warp_octet).
+template <uint32_t W1>
+ENEC_DEV void warp_exponents(const WarpShared& S, const uint32_t (&c)[4], bool small, uint32_t t0,
+                             uint32_t t1, uint32_t& xlo, uint32_t& xhi) {
   if (W1 ? W1 <= 3 : small) {
     const uint32_t s01 = (c[0] | (c[0] >> 12)) & 0xffu, s23 = (c[1] | (c[1] >> 12)) & 0xffu;
     const uint32_t s45 = (c[2] | (c[2] >> 12)) & 0xffu, s67 = (c[3] | (c[3] >> 12)) & 0xffu;
@@ -206,6 +219,17 @@ ENEC_DEV void warp_octet(const uint8_t* fb, const WarpShared& S, const ColPlane&
       else xhi |= x << (8 * (q - 4));
     }
   }
+}
+
+// Output words of octet (r, g) of a ranked frame: its exponent bytes xlo:xhi (escaped elements
+// take consecutive entries of X from `first`) merged with the residuals.
+template <int DT, uint32_t RW>
+ENEC_DEV void warp_octet(const uint8_t* fb, const WarpShared& S, const ColPlane& res,
+                         uint32_t C, uint32_t r, uint32_t g, uint32_t xlo, uint32_t xhi,
+                         uint32_t mask8, const uint8_t* X,
+                         uint32_t first, uint32_t (&out)[2 * DT_<DT>::EB]) {
+  constexpr int EB = DT_<DT>::EB;
+  const uint32_t k = S.h.dead_bits;
   if (mask8) {
     const uint32_t* wp = (const uint32_t*)(X + (first & ~3u));
     const uint32_t a = wp[0], b = wp[1], d = wp[2];
@@ -259,7 +283,9 @@ ENEC_DEV uint32_t warp_rows(const uint8_t* fb, const WarpShared& S, const ColPla
   const uint32_t t0 = ((const uint32_t*)S.table)[0], t1 = ((const uint32_t*)S.table)[1];
   uint32_t base = 0;
   for (uint32_t s = 0; s < N / kWarpStep; s++) {
-    uint32_t c[4][4], mask[4], r[4], g[4];
+    // The level-1 codes of the four octets, their loads in flight together; the exponents
+    // before the scan, so that only two words per octet stay live across it.
+    uint32_t c[4][4], x[4][2], mask[4], r[4], g[4];
     uint64_t cnt = 0;
 #pragma unroll
     for (uint32_t j = 0; j < 4; j++) {
@@ -267,8 +293,12 @@ ENEC_DEV uint32_t warp_rows(const uint8_t* fb, const WarpShared& S, const ColPla
       r[j] = (uint32_t)(((uint64_t)u * rdiv) >> 32);
       g[j] = u - r[j] * per_row;
       colp_fields<false, W1>(fb, l1, C, r[j], g[j], c[j]);
+    }
+#pragma unroll
+    for (uint32_t j = 0; j < 4; j++) {
       mask[j] = col_escapes(c[j], m1);
       cnt |= (uint64_t)__popc(mask[j]) << (16 * j);
+      warp_exponents<W1>(S, c[j], small, t0, t1, x[j][0], x[j][1]);
     }
     uint64_t all;
     const uint64_t before = warp_excl_scan(cnt, all);
@@ -280,18 +310,20 @@ ENEC_DEV uint32_t warp_rows(const uint8_t* fb, const WarpShared& S, const ColPla
       uint32_t at = first + (uint32_t)((before >> (16 * j)) & 0xffffu);
       at = at < c2 ? at : c2;
       uint32_t out[NW];
-      warp_octet<DT, W1, RW>(fb, S, res, C, r[j], g[j], c[j], mask[j], X, at, small, t0, t1, out);
+      warp_octet<DT, RW>(fb, S, res, C, r[j], g[j], x[j][0], x[j][1], mask[j], X, at, out);
       col_store<NW>(dst + (size_t)(r[j] * C + 8 * g[j]) * EB, vec, out);
-      if (hashing) col_ring_put<NW>((uint8_t*)stage + (32 * j + lane) * 8 * EB, out);
+      if (hashing) {
+        // The group's 32 octets are 8 EB consecutive 128-byte blocks: lane t hashes word t
+        // of each.
+        col_ring_put<NW>((uint8_t*)stage + lane * 8 * EB, out);
+        __syncwarp();
+#pragma unroll
+        for (uint32_t b = 0; b < kWarpStage * EB / 128; b++) acc = h32_round(acc, stage[32 * b + lane]);
+        __syncwarp();
+      }
       first += (uint32_t)((all >> (16 * j)) & 0xffffu);
     }
     base = first;
-    if (hashing) {
-      __syncwarp();
-#pragma unroll
-      for (uint32_t b = 0; b < kWarpStep * EB / 128; b++) acc = h32_round(acc, stage[32 * b + lane]);
-      __syncwarp();
-    }
   }
   return base;
 }

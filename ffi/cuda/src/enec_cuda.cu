@@ -164,7 +164,7 @@ extern "C" int enec_cuda_decode(const enec_cuda_frame* d_frames, const enec_cuda
   if (batch->general_frames < batch->frames && esc_cap <= dev::kWarpEscapeCap) {
     // The warp kernel: per warp, a step's staging area, then the escape arrays.
     dev::WarpSmem W;
-    W.esc = dev::kWarpStep * eb;
+    W.esc = dev::kWarpStage * eb;
     W.esc_cap = esc_cap;
     W.stride = W.esc + W.esc_cap;
     const uint32_t smem = dev::kWarpFrames * W.stride;
