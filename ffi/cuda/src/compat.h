@@ -37,6 +37,7 @@ ENEC_DEV uint32_t funnel_r(uint32_t lo, uint32_t hi, uint32_t sh) {
 }
 ENEC_DEV void cp_async16(void* smem, const void* gmem) { memcpy(smem, gmem, 16); }
 ENEC_DEV void cp_async_wait_all() {}
+ENEC_DEV void prefetch_l1(const void*) {}
 ENEC_DEV uint64_t ld_volatile_u64(const uint64_t* p) { return *(const volatile uint64_t*)p; }
 ENEC_DEV void st_volatile_u64(uint64_t* p, uint64_t v) { *(volatile uint64_t*)p = v; }
 ENEC_DEV void spin_pause() { sim::yield(); }
@@ -68,6 +69,8 @@ ENEC_DEV void cp_async16(void* smem, const void* gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
 }
 ENEC_DEV void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+// Starts bringing a line into L1 without a register to wait on (generic address).
+ENEC_DEV void prefetch_l1(const void* p) { asm volatile("prefetch.L1 [%0];" ::"l"(p)); }
 ENEC_DEV uint64_t ld_volatile_u64(const uint64_t* p) { return *(const volatile uint64_t*)p; }
 ENEC_DEV void st_volatile_u64(uint64_t* p, uint64_t v) { *(volatile uint64_t*)p = v; }
 ENEC_DEV void spin_pause() { __nanosleep(64); }

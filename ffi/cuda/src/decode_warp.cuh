@@ -70,6 +70,20 @@ ENEC_DEV void colp_fields(const uint8_t* fb, const ColPlane& pl, uint32_t C, uin
   }
 }
 
+// Prefetches into L1 the lines colp_fields reads for elements (r, 8 g .. 8 g + 7).
+template <uint32_t W>
+ENEC_DEV void colp_prefetch(const uint8_t* fb, const ColPlane& pl, uint32_t C, uint32_t r,
+                            uint32_t g) {
+  const uint32_t width = W ? W : pl.width;
+#pragma unroll
+  for (uint32_t p = 1; p <= 16u; p <<= 1) {
+    if (width & p) {
+      const uint32_t o = width & (p - 1), set = r & (p - 1);
+      prefetch_l1(fb + pl.base + 2 * (C * o + 8 * g + C * set));
+    }
+  }
+}
+
 // Exclusive prefix sum over the warp; total: the sum of all lanes.
 template <class T>
 ENEC_DEV T warp_excl_scan(T v, T& total) {
@@ -292,7 +306,15 @@ ENEC_DEV uint32_t warp_rows(const uint8_t* fb, const WarpShared& S, const ColPla
       const uint32_t u = 128 * s + 32 * j + lane;
       r[j] = (uint32_t)(((uint64_t)u * rdiv) >> 32);
       g[j] = u - r[j] * per_row;
+      // The residuals are read after the scan: their lines start towards L1 now, so the four
+      // octets wait for memory once, not once each.
+      colp_prefetch<RW>(fb, res, C, r[j], g[j]);
       colp_fields<false, W1>(fb, l1, C, r[j], g[j], c[j]);
+      // And the next step's level-1 codes.
+      if (s + 1 < N / kWarpStep) {
+        const uint32_t un = u + 128, rn = (uint32_t)(((uint64_t)un * rdiv) >> 32);
+        colp_prefetch<W1>(fb, l1, C, rn, un - rn * per_row);
+      }
     }
 #pragma unroll
     for (uint32_t j = 0; j < 4; j++) {
