@@ -448,8 +448,16 @@ ENEC_DEV void warp_frame(const enec_cuda_frame& fr, uint32_t f, const WarpSmem& 
   if (lane == 0) status[f] = err;
 }
 
+// Blocks per SM the register budget aims at: shared memory (typically about 37 KB a block)
+// allows five on sm_90 (228 KB) and four on sm_80 (164 KB).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define ENEC_WARP_BLOCKS 4
+#else
+#define ENEC_WARP_BLOCKS 5
+#endif
+
 template <bool VERIFY>
-__global__ void __launch_bounds__(kWarpThreads, 5)
+__global__ void __launch_bounds__(kWarpThreads, ENEC_WARP_BLOCKS)
     decode_warp_kernel(const enec_cuda_frame* frames, uint32_t n, WarpSmem L, uint32_t* status) {
   __shared__ WarpShared S[kWarpFrames];
   const uint32_t w = threadIdx.x >> 5;
