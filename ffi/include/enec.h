@@ -75,11 +75,11 @@ typedef enum EnecDtype {
 
 // Exponent coding the encoder uses.
 typedef enum EnecCoding {
-  // Per frame, the smallest of ranked, groups and stored (default).
+  // Per frame, the smallest of ranked, groups and stored.
   ENEC_CODING_AUTO = 0,
   // The ENEC paper's groups coding (or stored where smaller).
   ENEC_CODING_GROUPS = 1,
-  // The ranked escape-level coding (or stored where smaller).
+  // The ranked escape-level coding (or stored where smaller; default).
   ENEC_CODING_RANKED = 2,
 } EnecCoding;
 
@@ -109,7 +109,7 @@ typedef struct EnecOptions {
   uint32_t dtype;
   // Elements per frame: a power of two in 1,024 ..= 65,536 (default 16,384).
   uint32_t frame_len;
-  // An `EnecCoding` value (default `ENEC_CODING_AUTO`).
+  // An `EnecCoding` value (default `ENEC_CODING_RANKED`).
   uint32_t coding;
   // Nonzero: store a checksum of every frame (default 1).
   uint32_t checksums;

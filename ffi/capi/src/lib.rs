@@ -90,11 +90,11 @@ pub enum EnecDtype {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EnecCoding {
-    /// Per frame, the smallest of ranked, groups and stored (default).
+    /// Per frame, the smallest of ranked, groups and stored.
     Auto = 0,
     /// The ENEC paper's groups coding (or stored where smaller).
     Groups = 1,
-    /// The ranked escape-level coding (or stored where smaller).
+    /// The ranked escape-level coding (or stored where smaller; default).
     Ranked = 2,
 }
 
@@ -119,7 +119,7 @@ pub struct EnecOptions {
     pub dtype: u32,
     /// Elements per frame: a power of two in 1,024 ..= 65,536 (default 16,384).
     pub frame_len: u32,
-    /// An `EnecCoding` value (default `ENEC_CODING_AUTO`).
+    /// An `EnecCoding` value (default `ENEC_CODING_RANKED`).
     pub coding: u32,
     /// Nonzero: store a checksum of every frame (default 1).
     pub checksums: u32,
@@ -1084,5 +1084,18 @@ mod tests {
         assert_eq!(enec_decoder_state_size(1, 1000), 0);
         assert!(core::mem::align_of::<Container<'static>>() <= ENEC_STATE_ALIGN);
         assert_eq!(ENEC_MAX_RANK, MAX_RANK);
+    }
+
+    #[test]
+    fn default_options_are_the_librarys() {
+        for (code, dtype) in [
+            (EnecDtype::Bf16, Dtype::Bf16),
+            (EnecDtype::Fp16, Dtype::Fp16),
+            (EnecDtype::Fp32, Dtype::Fp32),
+        ] {
+            let c = enec_options_default(code as u32);
+            assert_eq!(options_of(&c), Ok(EncodeOptions::new(dtype)));
+            assert_eq!(c.coding, EnecCoding::Ranked as u32);
+        }
     }
 }
