@@ -214,21 +214,47 @@ ENEC_DEV uint32_t col_hash(const uint8_t* ring, uint32_t slot_bytes, uint32_t un
     for (; blk < blocks; blk++) acc = h32_round(acc, w[blk * 32 + lane]);
     if (k + kSlots < units) bar_arrive_slot<kBarEmpty>(slot, kColAll);
   }
-  uint32_t h = total + kP5;
-  for (int j = 0; j < 32; j++) h = rotl32(h + __shfl_sync(kFull, acc, j) * kP3, 17) * kP4;
-  h ^= h >> 15;
-  h *= kP2;
-  h ^= h >> 13;
-  h *= kP3;
-  h ^= h >> 16;
+  const uint32_t h = warp_h32_finish(acc, total);
   return h;
 }
 
+// The fields of one p-bit sub-plane (W words, count fields) into the byte array T, shifted by
+// sh: stored by the first sub-plane of a plane, ORed by the others; by a group of THREADS
+// threads (this one: `me`). Four words in flight per thread, the 16 / p fields of each unrolled.
+template <uint32_t P, uint32_t THREADS>
+ENEC_DEV void scatter_fields(const uint16_t* w16, uint32_t W, uint32_t count, uint32_t sh,
+                             bool first, uint8_t* T, uint32_t me) {
+  for (uint32_t j0 = 0; j0 < W; j0 += 4 * THREADS) {
+    uint32_t w[4];
+#pragma unroll
+    for (uint32_t i = 0; i < 4; i++) {
+      const uint32_t j = j0 + THREADS * i + me;
+      w[i] = j < W ? w16[j] : 0;
+    }
+#pragma unroll
+    for (uint32_t i = 0; i < 4; i++) {
+      const uint32_t j = j0 + THREADS * i + me;
+#pragma unroll
+      for (uint32_t rr = 0; rr < 16 / P; rr++) {
+        const uint32_t e = rr * W + j;
+        if (j < W && e < count) {
+          const uint32_t v = ((w[i] >> (rr * P)) & ((1u << P) - 1)) << sh;
+          T[e] = (uint8_t)(first ? v : (T[e] | v));
+        }
+      }
+    }
+  }
+}
+
 // (1) The escape levels: planes 1..L of the layout (levels 2..L, then the exponent level) into
-// byte arrays, resolved deepest first. Returns false on corrupt escape counts (uniform).
-ENEC_DEV bool col_escape_levels(const uint8_t* fb, ColShared& S, uint8_t* esc, uint32_t& par) {
-  const uint32_t tid = threadIdx.x, levels = S.h.levels;
-  // Scatter the fields, one sub-plane index at a time (later sub-planes OR into the bytes).
+// byte arrays, resolved deepest first, so that entry e of the level-2 array holds the exponent of
+// the e-th level-1 escape. By a group of THREADS threads (this one: `me`); scan(v, total): the
+// group's exclusive prefix sum; sync(): the group's barrier. S: the frame's header, layout,
+// table and esc_at. Returns false on corrupt escape counts (uniform).
+template <uint32_t THREADS, class Shared, class ScanFn, class SyncFn>
+ENEC_DEV bool escape_levels(const uint8_t* fb, const Shared& S, uint8_t* esc, uint32_t me,
+                            ScanFn scan, SyncFn sync) {
+  const uint32_t levels = S.h.levels;
   for (uint32_t si = 0; si < 4; si++) {
     bool any = false;
     for (uint32_t idx = 1; idx <= levels; idx++) {
@@ -237,27 +263,23 @@ ENEC_DEV bool col_escape_levels(const uint8_t* fb, ColShared& S, uint8_t* esc, u
       any = true;
       uint8_t* T = esc + S.esc_at[idx];
       const uint32_t W = pl.s[si].words, p = pl.s[si].bits, sh = pl.s[si].shift;
-      const uint32_t mask = (1u << p) - 1, rows = 16 / p, count = pl.count;
+      const uint32_t count = pl.count;
       const uint16_t* w16 = (const uint16_t*)(fb + pl.s[si].offset);
-      for (uint32_t j = tid; j < W; j += kColThreads) {
-        const uint32_t w = w16[j];
-        for (uint32_t rr = 0; rr < rows; rr++) {
-          const uint32_t e = rr * W + j;
-          if (e < count) {
-            const uint32_t v = ((w >> (rr * p)) & mask) << sh;
-            T[e] = (uint8_t)(si == 0 ? v : (T[e] | v));
-          }
-        }
+      switch (p) {
+        case 1: scatter_fields<1, THREADS>(w16, W, count, sh, si == 0, T, me); break;
+        case 2: scatter_fields<2, THREADS>(w16, W, count, sh, si == 0, T, me); break;
+        case 4: scatter_fields<4, THREADS>(w16, W, count, sh, si == 0, T, me); break;
+        case 8: scatter_fields<8, THREADS>(w16, W, count, sh, si == 0, T, me); break;
+        default: scatter_fields<16, THREADS>(w16, W, count, sh, si == 0, T, me); break;
       }
     }
     if (!any) break;
-    col_bar();
+    sync();
   }
-  // Resolve levels L .. 2 (plane L-1 .. 1): codes to exponents, escapes to the next array. Each
-  // thread takes 32 consecutive entries of a 4,096-entry chunk, 8 at a time as in the rows.
+  // Levels L .. 2 (plane L-1 .. 1): codes to exponents, escapes take the next array's entries.
+  // Each thread takes 32 consecutive entries of a chunk, 8 at a time as in the rows.
   for (uint32_t idx = levels - 1; idx >= 1 && idx < levels; idx--) {
-    const Plane& pl = S.lay.planes[idx];
-    const uint32_t count = pl.count, next = S.lay.planes[idx + 1].count;
+    const uint32_t count = S.lay.planes[idx].count, next = S.lay.planes[idx + 1].count;
     const uint32_t w = S.h.widths[idx], start = S.lay.starts[idx];
     const bool small = w <= 3;
     const uint32_t* tw = (const uint32_t*)S.table + (start >> 2);
@@ -266,25 +288,25 @@ ENEC_DEV bool col_escape_levels(const uint8_t* fb, ColShared& S, uint8_t* esc, u
     uint8_t* T = esc + S.esc_at[idx];
     const uint8_t* Tn = esc + S.esc_at[idx + 1];
     uint32_t carry = 0;
-    for (uint32_t c0 = 0; c0 < count; c0 += 4 * kColUnit) {
+    for (uint32_t c0 = 0; c0 < count; c0 += 32 * THREADS) {
       uint32_t lo[4], hi[4], m[4], n = 0;
 #pragma unroll
       for (uint32_t i = 0; i < 4; i++) {
-        const uint32_t e0 = c0 + (4 * tid + i) * 8;
+        const uint32_t e0 = c0 + (4 * me + i) * 8;
         const uint32_t valid = e0 < count ? (count - e0 < 8 ? count - e0 : 8) : 0;
         const uint2 raw = valid ? *(const uint2*)(T + e0) : make_uint2(0, 0);
         lo[i] = raw.x;
         hi[i] = raw.y;
-        m[i] = (col_escapes8(raw.x, raw.y, w) & ((1u << valid) - 1));
+        m[i] = col_escapes8(raw.x, raw.y, w) & ((1u << valid) - 1);
         n += __popc(m[i]);
       }
       uint32_t total;
-      uint32_t pos = carry + col_scan(n, S.tot, par, total);
+      uint32_t pos = carry + scan(n, total);
       if (carry + total > next) return false;  // uniform
       carry += total;
 #pragma unroll
       for (uint32_t i = 0; i < 4; i++) {
-        const uint32_t e0 = c0 + (4 * tid + i) * 8;
+        const uint32_t e0 = c0 + (4 * me + i) * 8;
         if (e0 < count) {
           uint32_t xlo, xhi;
           if (small) {
@@ -309,7 +331,7 @@ ENEC_DEV bool col_escape_levels(const uint8_t* fb, ColShared& S, uint8_t* esc, u
       }
     }
     if (carry != next) return false;
-    col_bar();
+    sync();
   }
   return true;
 }
@@ -329,7 +351,9 @@ ENEC_DEV void col_ranked(const uint8_t* fb, ColShared& S, const ColSmem& L, uint
   const uint32_t C = N / 16;
   const bool act = tid < C / 8;
   uint32_t par = 0;
-  bool ok = col_escape_levels(fb, S, esc, par);
+  bool ok = escape_levels<kColThreads>(
+      fb, S, esc, tid, [&](uint32_t v, uint32_t& total) { return col_scan(v, S.tot, par, total); },
+      [] { col_bar(); });
   const Plane& l1 = S.lay.planes[0];
   const uint32_t m1 = S.h.widths[0];
   // (2) Escape masks of every row, and the first escape entry of each (row, octet).

@@ -98,121 +98,6 @@ ENEC_DEV T warp_excl_scan(T v, T& total) {
   return incl - v;
 }
 
-// The fields of one p-bit sub-plane (W words, count fields) into the byte array T, shifted by
-// sh: stored by the first sub-plane of a plane, ORed by the others. Four words in flight per
-// lane, the 16 / p fields of each unrolled.
-template <uint32_t P>
-ENEC_DEV void warp_scatter(const uint16_t* w16, uint32_t W, uint32_t count, uint32_t sh,
-                           bool first, uint8_t* T) {
-  const uint32_t lane = threadIdx.x & 31;
-  for (uint32_t j0 = 0; j0 < W; j0 += 128) {
-    uint32_t w[4];
-#pragma unroll
-    for (uint32_t i = 0; i < 4; i++) {
-      const uint32_t j = j0 + 32 * i + lane;
-      w[i] = j < W ? w16[j] : 0;
-    }
-#pragma unroll
-    for (uint32_t i = 0; i < 4; i++) {
-      const uint32_t j = j0 + 32 * i + lane;
-#pragma unroll
-      for (uint32_t rr = 0; rr < 16 / P; rr++) {
-        const uint32_t e = rr * W + j;
-        if (j < W && e < count) {
-          const uint32_t v = ((w[i] >> (rr * P)) & ((1u << P) - 1)) << sh;
-          T[e] = (uint8_t)(first ? v : (T[e] | v));
-        }
-      }
-    }
-  }
-}
-
-// The escape levels (as col_escape_levels, by one warp): planes 1..L of the layout into byte
-// arrays, resolved deepest first, so that entry e of the level-2 array holds the exponent of the
-// e-th level-1 escape. Returns false on corrupt escape counts (uniform).
-ENEC_DEV bool warp_escape_levels(const uint8_t* fb, WarpShared& S, uint8_t* esc) {
-  const uint32_t lane = threadIdx.x & 31, levels = S.h.levels;
-  for (uint32_t si = 0; si < 4; si++) {
-    bool any = false;
-    for (uint32_t idx = 1; idx <= levels; idx++) {
-      const Plane& pl = S.lay.planes[idx];
-      if (si >= pl.len) continue;
-      any = true;
-      uint8_t* T = esc + S.esc_at[idx];
-      const uint32_t W = pl.s[si].words, p = pl.s[si].bits, sh = pl.s[si].shift;
-      const uint32_t count = pl.count;
-      const uint16_t* w16 = (const uint16_t*)(fb + pl.s[si].offset);
-      switch (p) {
-        case 1: warp_scatter<1>(w16, W, count, sh, si == 0, T); break;
-        case 2: warp_scatter<2>(w16, W, count, sh, si == 0, T); break;
-        case 4: warp_scatter<4>(w16, W, count, sh, si == 0, T); break;
-        case 8: warp_scatter<8>(w16, W, count, sh, si == 0, T); break;
-        default: warp_scatter<16>(w16, W, count, sh, si == 0, T); break;
-      }
-    }
-    if (!any) break;
-    __syncwarp();
-  }
-  // Levels L .. 2 (plane L-1 .. 1): codes to exponents, escapes take the next array's entries.
-  // Each lane takes 32 consecutive entries of a 1,024-entry chunk, 8 at a time.
-  for (uint32_t idx = levels - 1; idx >= 1 && idx < levels; idx--) {
-    const uint32_t count = S.lay.planes[idx].count, next = S.lay.planes[idx + 1].count;
-    const uint32_t w = S.h.widths[idx], start = S.lay.starts[idx];
-    const bool small = w <= 3;
-    const uint32_t* tw = (const uint32_t*)S.table + (start >> 2);
-    const uint32_t t0 = funnel_r(tw[0], tw[1], 8 * (start & 3));
-    const uint32_t t1 = funnel_r(tw[1], tw[2], 8 * (start & 3));
-    uint8_t* T = esc + S.esc_at[idx];
-    const uint8_t* Tn = esc + S.esc_at[idx + 1];
-    uint32_t carry = 0;
-    for (uint32_t c0 = 0; c0 < count; c0 += 32 * 32) {
-      uint32_t lo[4], hi[4], m[4], n = 0;
-#pragma unroll
-      for (uint32_t i = 0; i < 4; i++) {
-        const uint32_t e0 = c0 + (4 * lane + i) * 8;
-        const uint32_t valid = e0 < count ? (count - e0 < 8 ? count - e0 : 8) : 0;
-        const uint2 raw = valid ? *(const uint2*)(T + e0) : make_uint2(0, 0);
-        lo[i] = raw.x;
-        hi[i] = raw.y;
-        m[i] = col_escapes8(raw.x, raw.y, w) & ((1u << valid) - 1);
-        n += __popc(m[i]);
-      }
-      uint32_t total;
-      uint32_t pos = carry + warp_excl_scan(n, total);
-      if (carry + total > next) return false;  // uniform
-      carry += total;
-#pragma unroll
-      for (uint32_t i = 0; i < 4; i++) {
-        const uint32_t e0 = c0 + (4 * lane + i) * 8;
-        if (e0 < count) {
-          uint32_t xlo, xhi;
-          if (small) {
-            xlo = byte_perm(t0, t1, nibbles4(lo[i]));
-            xhi = byte_perm(t0, t1, nibbles4(hi[i]));
-          } else {
-            xlo = xhi = 0;
-#pragma unroll
-            for (uint32_t q = 0; q < 4; q++) {
-              xlo |= (uint32_t)S.table[(start + ((lo[i] >> (8 * q)) & 0xffu)) & 0xffu] << (8 * q);
-              xhi |= (uint32_t)S.table[(start + ((hi[i] >> (8 * q)) & 0xffu)) & 0xffu] << (8 * q);
-            }
-          }
-          if (m[i]) {
-            const uint32_t* wp = (const uint32_t*)(Tn + (pos & ~3u));
-            const uint32_t sh = 8 * (pos & 3);
-            col_take_escapes(m[i], funnel_r(wp[0], wp[1], sh), funnel_r(wp[1], wp[2], sh), xlo, xhi);
-          }
-          *(uint2*)(T + e0) = make_uint2(xlo, xhi);
-          pos += __popc(m[i]);
-        }
-      }
-    }
-    if (carry != next) return false;
-    __syncwarp();
-  }
-  return true;
-}
-
 // Exponent bytes of an octet from its level-1 codes c (escaped elements get garbage, replaced
 // by warp_octet).
 template <uint32_t W1>
@@ -413,7 +298,8 @@ ENEC_DEV void warp_frame(const enec_cuda_frame& fr, uint32_t f, const WarpSmem& 
   } else {
     uint8_t* esc = mine + L.esc;
     uint32_t* stage = (uint32_t*)mine;
-    if (!warp_escape_levels(fb, S, esc)) {
+    const auto scan = [](uint32_t v, uint32_t& total) { return warp_excl_scan(v, total); };
+    if (!escape_levels<32>(fb, S, esc, lane, scan, [] { __syncwarp(); })) {
       if (lane == 0) status[f] = kErrEscapes;
       return;
     }
@@ -436,13 +322,7 @@ ENEC_DEV void warp_frame(const enec_cuda_frame& fr, uint32_t f, const WarpSmem& 
     if (base != c2) err = kErrEscapes;
   }
   if (hashing) {
-    uint32_t h = N * EB + kP5;
-    for (int j = 0; j < 32; j++) h = rotl32(h + __shfl_sync(kFull, acc, j) * kP3, 17) * kP4;
-    h ^= h >> 15;
-    h *= kP2;
-    h ^= h >> 13;
-    h *= kP3;
-    h ^= h >> 16;
+    const uint32_t h = warp_h32_finish(acc, N * EB);
     if (h != S.h.checksum && err == 0) err = kErrChecksum;
   }
   if (lane == 0) status[f] = err;

@@ -59,6 +59,19 @@ ENEC_DEV void bar_arrive_slot(uint32_t slot, unsigned n) {
   }
 }
 
+// h32 of `len` bytes from the 32 lane accumulators of a warp (FORMAT.md section 6: the final
+// fold over the lanes, then the avalanche); every lane gets it.
+ENEC_DEV uint32_t warp_h32_finish(uint32_t acc, uint32_t len) {
+  uint32_t h = len + kP5;
+  for (int j = 0; j < 32; j++) h = rotl32(h + __shfl_sync(kFull, acc, j) * kP3, 17) * kP4;
+  h ^= h >> 15;
+  h *= kP2;
+  h ^= h >> 13;
+  h *= kP3;
+  h ^= h >> 16;
+  return h;
+}
+
 struct Scan {
   uint32_t tot[2][kWarps];
   uint64_t tot64[2][kWarps];
@@ -728,13 +741,7 @@ ENEC_DEV void decode_frame(const enec_cuda_frame& fr, uint32_t f, const DecSmem&
       for (; blk < blocks; blk++) acc = h32_round(acc, w[blk * 32 + lane]);
       if (k + kSlots < iters) bar_arrive_slot<kBarEmpty>(slot, kAllThreads);
     }
-    uint32_t h = total + kP5;
-    for (int j = 0; j < 32; j++) h = rotl32(h + __shfl_sync(kFull, acc, j) * kP3, 17) * kP4;
-    h ^= h >> 15;
-    h *= kP2;
-    h ^= h >> 13;
-    h *= kP3;
-    h ^= h >> 16;
+    const uint32_t h = warp_h32_finish(acc, total);
     if (lane == 0 && h != S.h.checksum) atomicOr(&S.status, (uint32_t)kErrChecksum);
   }
   __syncthreads();
@@ -999,13 +1006,7 @@ __global__ void __launch_bounds__(kAllThreads, 4)
         if (off + b < len) w |= (uint32_t)src[off + b] << (8 * b);
       acc = h32_round(acc, w);
     }
-    uint32_t h = len + kP5;
-    for (int j = 0; j < 32; j++) h = rotl32(h + __shfl_sync(kFull, acc, j) * kP3, 17) * kP4;
-    h ^= h >> 15;
-    h *= kP2;
-    h ^= h >> 13;
-    h *= kP3;
-    h ^= h >> 16;
+    const uint32_t h = warp_h32_finish(acc, len);
     if (lane == 0) S.hash = h;
   } else {
     // 1. Statistics: exponents to shared memory, per-warp histograms, mantissa OR.

@@ -118,8 +118,11 @@ static int coding_code(const std::string& s) {
 }
 
 // Decodes one or more streams in ONE launch. Returns "" on success, else what went wrong.
+// min_entries: raise the batch's escape-entry bound to at least this (past the warp kernel's
+// 12 KiB a frame, column frames take the column kernel).
 static std::string decode_batch(const std::vector<const Bytes*>& streams, std::vector<Bytes>& outs,
-                                bool verify, std::vector<uint32_t>* statuses = nullptr) {
+                                bool verify, std::vector<uint32_t>* statuses = nullptr,
+                                uint32_t min_entries = 0) {
   size_t total_frames = 0;
   std::vector<enec_cuda_stream_info> infos(streams.size());
   for (size_t i = 0; i < streams.size(); i++) {
@@ -145,6 +148,7 @@ static std::string decode_batch(const std::vector<const Bytes*>& streams, std::v
   CK(cudaMalloc(&dframes, sizeof(enec_cuda_frame) * frames.size()));
   CK(cudaMalloc(&dstatus, 4 * frames.size()));
   CK(cudaMemcpy(dframes, frames.data(), sizeof(enec_cuda_frame) * frames.size(), cudaMemcpyHostToDevice));
+  if (batch.max_entries < min_entries) batch.max_entries = min_entries;
   int rc = enec_cuda_decode(dframes, &batch, verify ? 1 : 0, dstatus, 0);
   CK(cudaDeviceSynchronize());
   std::string err;
@@ -385,6 +389,9 @@ static void run_golden(const std::string& repo) {
   }
 }
 
+// An escape-entry bound that sends column frames to the column kernel.
+static constexpr uint32_t kColumnKernelEntries = 12 * 1024;
+
 static void run_batch_and_corruption() {
   // One launch over streams of every dtype (raw inputs loaded by the manifest run).
   std::vector<std::string> names = {"normal_bf16", "special_fp16", "skew_fp32", "rand_bf16", "tiny1025_fp32"};
@@ -403,11 +410,14 @@ static void run_batch_and_corruption() {
   if (!streams.empty()) {
     std::vector<const Bytes*> ptrs;
     for (auto& s : streams) ptrs.push_back(&s);
-    std::vector<Bytes> outs;
-    std::string e = decode_batch(ptrs, outs, true);
-    bool ok = e.empty();
-    for (size_t i = 0; ok && i < outs.size(); i++) ok = outs[i] == raws[i];
-    report(ok, "batched decode of " + std::to_string(streams.size()) + " streams (3 dtypes) in one launch", e);
+    for (uint32_t entries : {0u, kColumnKernelEntries}) {
+      std::vector<Bytes> outs;
+      std::string e = decode_batch(ptrs, outs, true, nullptr, entries);
+      bool ok = e.empty();
+      for (size_t i = 0; ok && i < outs.size(); i++) ok = outs[i] == raws[i];
+      report(ok, "batched decode of " + std::to_string(streams.size()) + " streams (3 dtypes) in one launch" +
+                     (entries ? ", column kernel" : ""), e);
+    }
   }
   // Corruption: a flipped bit inside a coded frame's planes must be reported.
   if (g_raw.count("normal_bf16")) {
@@ -421,12 +431,15 @@ static void run_batch_and_corruption() {
       Bytes out;
       std::vector<uint32_t> st;
       std::vector<Bytes> outs;
-      std::string e = decode_batch({&bad}, outs, true, &st);
-      tried++;
-      if (!e.empty()) detected++;
+      for (uint32_t entries : {0u, kColumnKernelEntries}) {
+        std::string e = decode_batch({&bad}, outs, true, &st, entries);
+        tried++;
+        if (!e.empty()) detected++;
+      }
     }
     report(tried > 0 && detected == tried,
-           "corrupted streams reported (" + std::to_string(detected) + "/" + std::to_string(tried) + ")");
+           "corrupted streams reported by the warp and column kernels (" + std::to_string(detected) + "/" +
+               std::to_string(tried) + ")");
     // Bad header check: the index walk refuses it.
     Bytes bad = s;
     bad[7] ^= 1;
