@@ -495,15 +495,7 @@ ENEC_DEV void col_frame(const enec_cuda_frame& fr, uint32_t f, const ColSmem& L,
   dtype_info(DT, &d);
   if (tid == 0) {
     uint32_t err = frame_prologue(fr, gsrc, d, S.h, S.lay);
-    if (!err && S.h.coding == kRanked) {
-      // The escape arrays, each padded so that 8-byte windows and 8-byte groups stay inside.
-      uint32_t at = 0;
-      for (uint32_t idx = 1; idx <= S.h.levels; idx++) {
-        S.esc_at[idx] = at;
-        at += (S.lay.planes[idx].count + 16 + 15) & ~15u;
-      }
-      if (at > L.esc_cap) err = kErrSize;  // cannot happen for frames the host indexed
-    }
+    if (!err && S.h.coding == kRanked) err = escape_layout(S.h, S.lay, S.esc_at, L.esc_cap);
     S.status = err;
   }
   __syncthreads();

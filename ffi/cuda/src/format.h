@@ -309,15 +309,19 @@ ENEC_HD uint32_t rotl32(uint32_t x, uint32_t r) { return (x << r) | (x >> (32 - 
 
 ENEC_HD uint32_t h32_round(uint32_t acc, uint32_t w) { return rotl32(acc + w * kP2, 13) * kP1; }
 
-ENEC_HD uint32_t h32_finish(const uint32_t* acc, uint64_t len) {
-  uint32_t h = (uint32_t)len + kP5;
-  for (int j = 0; j < 32; j++) h = rotl32(h + acc[j] * kP3, 17) * kP4;
+// The last step of h32, after the lanes are folded in.
+ENEC_HD uint32_t h32_avalanche(uint32_t h) {
   h ^= h >> 15;
   h *= kP2;
   h ^= h >> 13;
   h *= kP3;
-  h ^= h >> 16;
-  return h;
+  return h ^ (h >> 16);
+}
+
+ENEC_HD uint32_t h32_finish(const uint32_t* acc, uint64_t len) {
+  uint32_t h = (uint32_t)len + kP5;
+  for (int j = 0; j < 32; j++) h = rotl32(h + acc[j] * kP3, 17) * kP4;
+  return h32_avalanche(h);
 }
 
 inline uint32_t h32_host(const uint8_t* p, uint64_t len) {

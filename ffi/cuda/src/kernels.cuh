@@ -64,12 +64,20 @@ ENEC_DEV void bar_arrive_slot(uint32_t slot, unsigned n) {
 ENEC_DEV uint32_t warp_h32_finish(uint32_t acc, uint32_t len) {
   uint32_t h = len + kP5;
   for (int j = 0; j < 32; j++) h = rotl32(h + __shfl_sync(kFull, acc, j) * kP3, 17) * kP4;
-  h ^= h >> 15;
-  h *= kP2;
-  h ^= h >> 13;
-  h *= kP3;
-  h ^= h >> 16;
-  return h;
+  return h32_avalanche(h);
+}
+
+// Where each escape level's byte array starts (esc_at, from 0), each padded so that 8-byte
+// windows and 8-byte groups stay inside; kErrSize if they exceed cap (which cannot happen for
+// frames the host indexed), else 0.
+ENEC_DEV uint32_t escape_layout(const FrameHeader& h, const Layout& lay, uint32_t* esc_at,
+                                uint32_t cap) {
+  uint32_t at = 0;
+  for (uint32_t idx = 1; idx <= h.levels; idx++) {
+    esc_at[idx] = at;
+    at += (lay.planes[idx].count + 16 + 15) & ~15u;
+  }
+  return at > cap ? (uint32_t)kErrSize : 0u;
 }
 
 struct Scan {
