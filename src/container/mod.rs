@@ -666,6 +666,7 @@ impl<'a> Index<'a> {
             rest: self.entries,
             next: 0,
             count: self.entry_count,
+            len: self.entries.len(),
         }
     }
 
@@ -673,6 +674,19 @@ impl<'a> Index<'a> {
     pub fn find(&self, name: &str) -> Option<(u64, Entry<'a>)> {
         self.entries()
             .find(|(_, e)| e.is_tensor() && e.name == name)
+    }
+
+    /// The entries from entry number `number` on, which starts `position` bytes into the
+    /// entries ([`Entries::position`] of an iterator that was about to yield it): a reader that
+    /// records those two numbers per entry finds any entry in constant time. A position that no
+    /// iterator gave yields nothing or entries that do not match the index (never a panic).
+    pub fn entries_from(&self, number: u64, position: usize) -> Entries<'a> {
+        Entries {
+            rest: self.entries.get(position..).unwrap_or(&[]),
+            next: number,
+            count: self.entry_count,
+            len: self.entries.len(),
+        }
     }
 }
 
@@ -682,6 +696,16 @@ pub struct Entries<'a> {
     rest: &'a [u8],
     next: u64,
     count: u64,
+    /// Bytes of all the entries (`rest` is their tail).
+    len: usize,
+}
+
+impl Entries<'_> {
+    /// Where the next entry starts, in bytes from the first entry: with its number, what
+    /// [`Index::entries_from`] takes to resume here.
+    pub fn position(&self) -> usize {
+        self.len - self.rest.len()
+    }
 }
 
 impl<'a> Iterator for Entries<'a> {

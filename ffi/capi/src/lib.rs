@@ -18,14 +18,20 @@
 //! and cannot unwind into C.
 #![allow(clippy::missing_safety_doc)] // each function documents its contract in "Safety" prose
 
-use core::ffi::{c_char, c_void};
+use core::ffi::{c_char, c_int, c_void};
+use core::fmt;
 use core::mem::size_of;
 use core::ptr;
 use core::slice;
 
-use enec::container::{dtype_from_safetensors, Container, ContainerError, Entry};
+use enec::checksum::h32;
+use enec::container::{
+    check_stream, dtype_from_safetensors, Container, ContainerError, Entry, PieceKind,
+};
+use enec::frame::max_frame_bytes;
 use enec::streaming::{capacity_for, Decoder, Encoder, Status};
-use enec::{Coding, Dtype, EncodeOptions, Error};
+use enec::wrapped::FrameDecoder;
+use enec::{Coding, Dtype, EncodeOptions, Error, FrameCoding};
 
 /// Alignment in bytes that streaming state memory must have.
 pub const ENEC_STATE_ALIGN: usize = 16;
@@ -70,11 +76,34 @@ pub enum EnecStatus {
     InvalidArgument = 16,
     /// An error this version of the C ABI does not name.
     Other = 17,
-    /// Not a readable checkpoint container: magic `ENCP` missing, or its header, footer or index
-    /// is damaged (the detail's value is the entry number where the index names one).
+    /// The container is damaged in a way no more specific status names.
     CorruptContainer = 18,
     /// No tensor of that name or number in the container.
     NotFound = 19,
+    /// Not a checkpoint container (magic `ENCP` missing at its start).
+    NotAContainer = 20,
+    /// The container has no footer: the file is truncated or was not completely written.
+    MissingFooter = 21,
+    /// The container header (its first 32 bytes) fails its check or has nonzero reserved bytes.
+    CorruptContainerHeader = 22,
+    /// The container footer (its last 32 bytes) fails its check or disagrees with the file size.
+    CorruptContainerFooter = 23,
+    /// The container index does not match the checksum in the footer.
+    IndexChecksumMismatch = 24,
+    /// The index (its entry `detail.entry`) breaks a rule of the format, or the zero padding
+    /// between payloads is not zero.
+    CorruptIndex = 25,
+    /// Entry `detail.entry` has a piece kind this library does not know.
+    UnsupportedPieceKind = 26,
+    /// The verbatim bytes of entry `detail.entry` (a file header, a gap, a tensor stored as is)
+    /// do not match their checksum.
+    PieceChecksumMismatch = 27,
+    /// A frame (`detail.frame` of entry `detail.entry`) decodes correctly but its bytes differ
+    /// from what a conforming encoder writes for that data: damage in bytes that carry no
+    /// information (padding, unused bits, unused symbol-table entries).
+    NoncanonicalFrame = 28,
+    /// The caller's write callback returned nonzero (its value is in `detail.value`).
+    WriteFailed = 29,
 }
 
 /// Element type (the stream header's code).
@@ -147,7 +176,14 @@ pub struct EnecStreamInfo {
     pub version_minor: u32,
 }
 
-/// Where and how much, for the statuses that carry it (may be passed as NULL).
+/// Bytes of `EnecErrorDetail::message`, its NUL included.
+pub const ENEC_MESSAGE_BYTES: usize = 192;
+
+/// `EnecErrorDetail::entry` when the status concerns no entry of a container.
+pub const ENEC_NO_ENTRY: u64 = u64::MAX;
+
+/// What went wrong and where. A function that takes a `detail` pointer writes it on every
+/// return, success included (`status` `ENEC_STATUS_OK`, `message` empty); it may be NULL.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct EnecErrorDetail {
@@ -155,9 +191,16 @@ pub struct EnecErrorDetail {
     pub status: EnecStatus,
     /// Frame index for frame errors, else 0.
     pub frame: u32,
-    /// Bytes needed (truncated input, output too small, frame too large) or in excess (trailing
-    /// data), else 0.
+    /// Bytes needed (truncated input, output too small, frame too large, state memory too
+    /// small) or in excess (trailing data), the callback's value (write failed), else 0.
     pub value: u64,
+    /// The container entry (piece) the error lies in, numbered from 0 in file order over all
+    /// pieces, tensors or not; `ENEC_NO_ENTRY` when it lies in none.
+    pub entry: u64,
+    /// NUL-terminated English description of this error, more precise than
+    /// `enec_status_message(status)` (names the piece, the frame, the rule broken); truncated to
+    /// fit.
+    pub message: [c_char; ENEC_MESSAGE_BYTES],
 }
 
 /// What a streaming call did.
@@ -203,17 +246,79 @@ fn status_of(e: &Error) -> (EnecStatus, u32, u64) {
     }
 }
 
-/// Converts an error, filling `detail` when it is not NULL.
-unsafe fn fail(e: Error, detail: *mut EnecErrorDetail) -> EnecStatus {
-    let (status, frame, value) = status_of(&e);
+/// A `fmt::Write` into a fixed C string buffer: keeps whole characters while they fit, always
+/// leaves room for the NUL.
+struct CText<'a> {
+    buf: &'a mut [c_char; ENEC_MESSAGE_BYTES],
+    len: usize,
+}
+
+impl fmt::Write for CText<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        for ch in s.chars() {
+            let mut utf8 = [0u8; 4];
+            let bytes = ch.encode_utf8(&mut utf8).as_bytes();
+            if self.len + bytes.len() >= ENEC_MESSAGE_BYTES {
+                return Err(fmt::Error);
+            }
+            for &b in bytes {
+                self.buf[self.len] = b as c_char;
+                self.len += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Fills `detail` (when it is not NULL) and returns `status`.
+unsafe fn report(
+    detail: *mut EnecErrorDetail,
+    status: EnecStatus,
+    frame: u32,
+    value: u64,
+    entry: u64,
+    message: &dyn fmt::Display,
+) -> EnecStatus {
     if !detail.is_null() {
-        detail.write(EnecErrorDetail {
+        let mut d = EnecErrorDetail {
             status,
             frame,
             value,
-        });
+            entry,
+            message: [0; ENEC_MESSAGE_BYTES],
+        };
+        let mut text = CText {
+            buf: &mut d.message,
+            len: 0,
+        };
+        let _ = fmt::write(&mut text, format_args!("{message}")); // truncated when too long
+        detail.write(d);
     }
     status
+}
+
+/// Success: `detail` says so.
+unsafe fn ok(detail: *mut EnecErrorDetail) -> EnecStatus {
+    report(detail, EnecStatus::Ok, 0, 0, ENEC_NO_ENTRY, &"")
+}
+
+/// `ENEC_STATUS_INVALID_ARGUMENT`, with what is wrong in `detail`.
+unsafe fn invalid(detail: *mut EnecErrorDetail, what: &str) -> EnecStatus {
+    let message = format_args!("invalid argument: {what}");
+    report(
+        detail,
+        EnecStatus::InvalidArgument,
+        0,
+        0,
+        ENEC_NO_ENTRY,
+        &message,
+    )
+}
+
+/// Converts an error, filling `detail` when it is not NULL.
+unsafe fn fail(e: Error, detail: *mut EnecErrorDetail) -> EnecStatus {
+    let (status, frame, value) = status_of(&e);
+    report(detail, status, frame, value, ENEC_NO_ENTRY, &e)
 }
 
 fn dtype_of(code: u32) -> Option<Dtype> {
@@ -266,7 +371,8 @@ pub extern "C" fn enec_version() -> *const c_char {
     c"0.1.0 (format 1.0)".as_ptr()
 }
 
-/// A static, NUL-terminated English description of a status (never NULL).
+/// A static, NUL-terminated English description of a status (never NULL; "unknown error" for a
+/// value that is no `EnecStatus`). `EnecErrorDetail::message` says more about one error.
 #[no_mangle]
 pub extern "C" fn enec_status_message(status: i32) -> *const c_char {
     let s: &'static core::ffi::CStr = match status {
@@ -287,8 +393,19 @@ pub extern "C" fn enec_status_message(status: i32) -> *const c_char {
         14 => c"element count too large",
         15 => c"a frame needs more streaming state than was provided",
         16 => c"invalid argument (NULL pointer, unknown enum value, misaligned or small state)",
-        18 => c"not a readable enec checkpoint container (or a damaged one)",
+        17 => c"an error this version of the C ABI does not name",
+        18 => c"the checkpoint container is damaged",
         19 => c"no tensor of that name or number in the container",
+        20 => c"not an enec checkpoint container (magic bytes ENCP missing)",
+        21 => c"the container has no footer: the file is truncated or was not completely written",
+        22 => c"corrupt container header",
+        23 => c"corrupt container footer (or the file was truncated or extended)",
+        24 => c"the container index does not match its checksum: the file is corrupt",
+        25 => c"corrupt container index (or nonzero padding between payloads)",
+        26 => c"a container piece has a kind this library does not know",
+        27 => c"checksum mismatch in a verbatim piece (file header, gap or raw tensor): the file is corrupt",
+        28 => c"a frame's bytes differ from what the encoder writes for its data: the file is corrupt",
+        29 => c"the write callback reported an error",
         _ => c"unknown error",
     };
     s.as_ptr()
@@ -353,19 +470,22 @@ pub unsafe extern "C" fn enec_encode(
     detail: *mut EnecErrorDetail,
 ) -> EnecStatus {
     if options.is_null() || out_len.is_null() {
-        return EnecStatus::InvalidArgument;
+        return invalid(detail, "`options` or `out_len` is NULL");
     }
     let (Some(input), Some(out)) = (bytes(input, input_len), bytes_mut(out, out_cap)) else {
-        return EnecStatus::InvalidArgument;
+        return invalid(detail, "`input` or `out` is NULL with a nonzero length");
     };
     let opts = match options_of(&*options) {
         Ok(o) => o,
-        Err(s) => return s,
+        Err(EnecStatus::InvalidFrameLength) => {
+            return fail(Error::InvalidFrameLength((*options).frame_len), detail)
+        }
+        Err(_) => return invalid(detail, "unknown dtype or coding in `options`"),
     };
     match enec::encode(&opts, input, out) {
         Ok(n) => {
             out_len.write(n);
-            EnecStatus::Ok
+            ok(detail)
         }
         Err(e) => fail(e, detail),
     }
@@ -425,15 +545,15 @@ pub unsafe extern "C" fn enec_decode(
     detail: *mut EnecErrorDetail,
 ) -> EnecStatus {
     if out_len.is_null() {
-        return EnecStatus::InvalidArgument;
+        return invalid(detail, "`out_len` is NULL");
     }
     let (Some(stream), Some(out)) = (bytes(stream, stream_len), bytes_mut(out, out_cap)) else {
-        return EnecStatus::InvalidArgument;
+        return invalid(detail, "`stream` or `out` is NULL with a nonzero length");
     };
     match enec::decode(stream, out) {
         Ok(n) => {
             out_len.write(n);
-            EnecStatus::Ok
+            ok(detail)
         }
         Err(e) => fail(e, detail),
     }
@@ -788,7 +908,14 @@ pub unsafe extern "C" fn enec_encoder_finish(encoder: *const EnecEncoder) -> Ene
 // Checkpoint containers (FORMAT.md section 9) in caller memory
 // ---------------------------------------------------------------------------------------------
 
-/// Container handle (opaque; lives in caller memory of `enec_container_state_size()` bytes).
+/// Container handle (opaque; lives in caller memory of `enec_container_state_size` bytes).
+///
+/// Thread safety: `enec_container_open` writes the handle; after it returns, no function
+/// changes the handle or the container's bytes. Every function that takes a
+/// `const EnecContainer *` (tensor count, tensor, find, decode, restored size, scratch size,
+/// restore) may be called on one handle from any number of threads at once, each call with its
+/// own output, scratch and detail memory. Neither the handle memory nor the file may change or be
+/// freed while any such call runs.
 pub struct EnecContainer {
     _private: [u8; 0],
 }
@@ -830,52 +957,92 @@ pub struct EnecTensorInfo {
     pub stored_offset: u64,
 }
 
-/// Converts a container error, filling `detail` when it is not NULL.
-unsafe fn container_fail(e: ContainerError, detail: *mut EnecErrorDetail) -> EnecStatus {
-    let (status, value) = match e {
-        ContainerError::Stream { error, .. } => return fail(error, detail),
-        ContainerError::Truncated { needed, .. } => (EnecStatus::Truncated, needed),
-        ContainerError::OutputTooSmall { needed } => (EnecStatus::OutputTooSmall, needed),
-        ContainerError::RawChecksumMismatch { .. } => (EnecStatus::ChecksumMismatch, 0),
-        ContainerError::UnsupportedVersion { .. } => (EnecStatus::UnsupportedVersion, 0),
-        ContainerError::CorruptIndex { entry, .. }
-        | ContainerError::UnsupportedPieceKind { entry, .. } => {
-            (EnecStatus::CorruptContainer, entry)
-        }
-        _ => (EnecStatus::CorruptContainer, 0),
-    };
-    if !detail.is_null() {
-        detail.write(EnecErrorDetail {
-            status,
-            frame: 0,
-            value,
-        });
-    }
-    status
+/// The write callback of `enec_container_restore_to`: writes `len` bytes at `bytes` (the next
+/// bytes of the restored file, already verified) and returns 0, or nonzero to stop the restore.
+pub type EnecWriteFn =
+    Option<unsafe extern "C" fn(ctx: *mut c_void, bytes: *const u8, len: usize) -> c_int>;
+
+/// Where tensor number `i` is in the index: its entry number and its position in the entries.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct TensorSlot {
+    entry: u64,
+    position: u64,
 }
 
-/// The container behind a handle from `enec_container_open`.
-unsafe fn container_of<'a>(handle: *const EnecContainer) -> Option<&'a Container<'a>> {
+/// The handle, after its `StateHeader` at offset 0; its tensor table follows at `SLOTS_AT`.
+#[repr(C)]
+struct Handle<'a> {
+    container: Container<'a>,
+    tensors: u64,
+    /// Scratch bytes a restore needs (`enec_container_scratch_size`).
+    scratch: usize,
+}
+
+/// Offset of the tensor table in the handle memory.
+const SLOTS_AT: usize =
+    (ENEC_STATE_ALIGN + size_of::<Handle<'static>>()).next_multiple_of(ENEC_STATE_ALIGN);
+
+/// Converts a container error, filling `detail` when it is not NULL.
+unsafe fn container_fail(e: ContainerError, detail: *mut EnecErrorDetail) -> EnecStatus {
+    let entry = e.entry().unwrap_or(ENEC_NO_ENTRY);
+    let (status, frame, value) = match e {
+        ContainerError::Stream { error, .. } => status_of(&error),
+        ContainerError::Truncated { needed, .. } => (EnecStatus::Truncated, 0, needed),
+        ContainerError::OutputTooSmall { needed } => (EnecStatus::OutputTooSmall, 0, needed),
+        ContainerError::BadMagic => (EnecStatus::NotAContainer, 0, 0),
+        ContainerError::MissingFooter => (EnecStatus::MissingFooter, 0, 0),
+        ContainerError::CorruptHeader(_) => (EnecStatus::CorruptContainerHeader, 0, 0),
+        ContainerError::CorruptFooter(_) => (EnecStatus::CorruptContainerFooter, 0, 0),
+        ContainerError::IndexChecksumMismatch => (EnecStatus::IndexChecksumMismatch, 0, 0),
+        ContainerError::CorruptIndex { .. } => (EnecStatus::CorruptIndex, 0, 0),
+        ContainerError::UnsupportedPieceKind { .. } => (EnecStatus::UnsupportedPieceKind, 0, 0),
+        ContainerError::RawChecksumMismatch { .. } => (EnecStatus::PieceChecksumMismatch, 0, 0),
+        ContainerError::UnsupportedVersion { .. } => (EnecStatus::UnsupportedVersion, 0, 0),
+        _ => (EnecStatus::CorruptContainer, 0, 0),
+    };
+    report(detail, status, frame, value, entry, &e)
+}
+
+/// The handle behind a pointer from `enec_container_open`.
+unsafe fn handle_of<'a>(handle: *const EnecContainer) -> Option<&'a Handle<'a>> {
     let mem = handle as *const c_void;
     if mem.is_null() || (mem as usize) % ENEC_STATE_ALIGN != 0 {
         return None;
     }
     let h = &*(mem as *const StateHeader);
     (h.magic == CONTAINER_MAGIC)
-        .then(|| &*((mem as *const u8).add(ENEC_STATE_ALIGN) as *const Container<'a>))
+        .then(|| &*((mem as *const u8).add(ENEC_STATE_ALIGN) as *const Handle<'a>))
 }
 
-/// Tensor number `index` (tensors only, in file order) and its entry number.
-fn tensor_at<'a>(c: &Container<'a>, index: u64) -> Option<(u64, Entry<'a>)> {
-    c.entries()
-        .filter(|(_, e)| e.is_tensor())
-        .nth(usize::try_from(index).ok()?)
+/// The container behind a handle.
+unsafe fn container_of<'a>(handle: *const EnecContainer) -> Option<&'a Container<'a>> {
+    handle_of(handle).map(|h| &h.container)
+}
+
+/// Tensor number `index` (tensors only, in file order) and its entry number, in constant time.
+unsafe fn tensor_at<'a>(
+    handle: *const EnecContainer,
+    h: &Handle<'a>,
+    index: u64,
+) -> Option<(u64, Entry<'a>)> {
+    if index >= h.tensors {
+        return None;
+    }
+    let slots = (handle as *const u8).add(SLOTS_AT) as *const TensorSlot;
+    let slot = *slots.add(index as usize);
+    let position = usize::try_from(slot.position).ok()?;
+    h.container
+        .index()
+        .entries_from(slot.entry, position)
+        .next()
+        .filter(|(number, e)| *number == slot.entry && e.is_tensor())
 }
 
 fn tensor_info(index: u64, e: &Entry<'_>) -> EnecTensorInfo {
     let mut shape = [0u64; ENEC_MAX_RANK];
     shape[..e.shape.len()].copy_from_slice(&e.shape);
-    let enec_coded = e.kind == enec::container::PieceKind::Enec;
+    let enec_coded = e.kind == PieceKind::Enec;
     EnecTensorInfo {
         index,
         name: e.name.as_ptr() as *const c_char,
@@ -895,17 +1062,72 @@ fn tensor_info(index: u64, e: &Entry<'_>) -> EnecTensorInfo {
     }
 }
 
-/// Bytes of caller memory a container handle needs (aligned to `ENEC_STATE_ALIGN`): a few dozen,
-/// whatever the container's size.
+/// The number of tensors of a parsed container.
+fn count_tensors(c: &Container<'_>) -> u64 {
+    c.entries().filter(|(_, e)| e.is_tensor()).count() as u64
+}
+
+/// Scratch bytes a restore of `c` needs: for the largest frame of any enec piece, its decoded
+/// bytes and room to encode it again. Pieces whose stream header is unreadable count nothing
+/// (the restore reports them).
+fn scratch_for(c: &Container<'_>) -> usize {
+    c.entries()
+        .filter(|(_, e)| e.kind == PieceKind::Enec)
+        .filter_map(|(i, e)| check_stream(i, &e, c.payload(&e)).ok())
+        .map(|info| {
+            let frame = info
+                .frame_len()
+                .min(info.element_count.try_into().unwrap_or(usize::MAX));
+            frame * info.dtype.element_bytes() + max_frame_bytes(info.dtype, frame)
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// Bytes of caller memory (aligned to `ENEC_STATE_ALIGN`) a handle of the container `file`
+/// needs, into `*size`: a few dozen bytes plus 16 per tensor (the table that finds a tensor by
+/// number in constant time). Checks the container as `enec_container_open` does.
+///
+/// # Safety
+/// `file` must point to `file_len` readable bytes; `size` must be valid; `detail` may be NULL.
 #[no_mangle]
-pub extern "C" fn enec_container_state_size() -> usize {
-    ENEC_STATE_ALIGN + size_of::<Container<'static>>()
+pub unsafe extern "C" fn enec_container_state_size(
+    file: *const u8,
+    file_len: usize,
+    size: *mut usize,
+    detail: *mut EnecErrorDetail,
+) -> EnecStatus {
+    if size.is_null() {
+        return invalid(detail, "`size` is NULL");
+    }
+    let Some(file) = bytes(file, file_len) else {
+        return invalid(detail, "`file` is NULL with a nonzero length");
+    };
+    let parsed = match Container::parse(file) {
+        Ok(c) => c,
+        Err(e) => return container_fail(e, detail),
+    };
+    match state_bytes(count_tensors(&parsed)) {
+        Some(n) => {
+            size.write(n);
+            ok(detail)
+        }
+        None => fail(Error::TooLarge, detail),
+    }
+}
+
+fn state_bytes(tensors: u64) -> Option<usize> {
+    usize::try_from(tensors)
+        .ok()?
+        .checked_mul(size_of::<TensorSlot>())?
+        .checked_add(SLOTS_AT)
 }
 
 /// Checks the container `file` (`file_len` bytes: its header, footer, index and padding; the
-/// tensors are checked when they are decoded, in time proportional to the index) and stores a
-/// handle to it, which lives in `mem`, in `*container`. There is no "close": the memory stays
-/// the caller's.
+/// pieces are checked when they are decoded, in time proportional to the index) and stores a
+/// handle to it, which lives in `mem`, in `*container`. `mem_len` must be at least what
+/// `enec_container_state_size` says for this file (else `ENEC_STATUS_INVALID_ARGUMENT` with the
+/// bytes needed in `detail->value`). There is no "close": the memory stays the caller's.
 ///
 /// # Safety
 /// `mem` must point to `mem_len` writable bytes aligned to `ENEC_STATE_ALIGN`, used for nothing
@@ -920,22 +1142,50 @@ pub unsafe extern "C" fn enec_container_open(
     container: *mut *mut EnecContainer,
     detail: *mut EnecErrorDetail,
 ) -> EnecStatus {
-    if mem.is_null() || container.is_null() || mem_len < enec_container_state_size() {
-        return EnecStatus::InvalidArgument;
+    if mem.is_null() || container.is_null() {
+        return invalid(detail, "`mem` or `container` is NULL");
     }
     if (mem as usize) % ENEC_STATE_ALIGN != 0 {
-        return EnecStatus::InvalidArgument;
+        return invalid(detail, "`mem` is not aligned to ENEC_STATE_ALIGN");
     }
     let Some(file) = bytes(file, file_len) else {
-        return EnecStatus::InvalidArgument;
+        return invalid(detail, "`file` is NULL with a nonzero length");
     };
     let parsed = match Container::parse(file) {
         Ok(c) => c,
         Err(e) => return container_fail(e, detail),
     };
+    let tensors = count_tensors(&parsed);
+    let Some(need) = state_bytes(tensors) else {
+        return fail(Error::TooLarge, detail);
+    };
+    if mem_len < need {
+        let message = format_args!(
+            "invalid argument: the handle needs {need} bytes of memory, {mem_len} given"
+        );
+        let status = EnecStatus::InvalidArgument;
+        return report(detail, status, 0, need as u64, ENEC_NO_ENTRY, &message);
+    }
+    let slots = (mem as *mut u8).add(SLOTS_AT) as *mut TensorSlot;
+    let mut entries = parsed.entries();
+    let mut t = 0usize;
+    loop {
+        let position = entries.position() as u64;
+        let Some((entry, e)) = entries.next() else {
+            break;
+        };
+        if e.is_tensor() {
+            slots.add(t).write(TensorSlot { entry, position });
+            t += 1;
+        }
+    }
     ptr::write(
-        (mem as *mut u8).add(ENEC_STATE_ALIGN) as *mut Container<'_>,
-        parsed,
+        (mem as *mut u8).add(ENEC_STATE_ALIGN) as *mut Handle<'_>,
+        Handle {
+            container: parsed,
+            tensors,
+            scratch: scratch_for(&parsed),
+        },
     );
     ptr::write(
         mem as *mut StateHeader,
@@ -945,7 +1195,7 @@ pub unsafe extern "C" fn enec_container_open(
         },
     );
     container.write(mem as *mut EnecContainer);
-    EnecStatus::Ok
+    ok(detail)
 }
 
 /// The number of tensors in the container, into `*count` (pieces of the original file that are
@@ -958,18 +1208,18 @@ pub unsafe extern "C" fn enec_container_tensor_count(
     container: *const EnecContainer,
     count: *mut u64,
 ) -> EnecStatus {
-    let Some(c) = container_of(container) else {
+    let Some(h) = handle_of(container) else {
         return EnecStatus::InvalidArgument;
     };
     if count.is_null() {
         return EnecStatus::InvalidArgument;
     }
-    count.write(c.entries().filter(|(_, e)| e.is_tensor()).count() as u64);
+    count.write(h.tensors);
     EnecStatus::Ok
 }
 
 /// Describes tensor number `index` (0 ..< `enec_container_tensor_count`) in `*info`;
-/// `ENEC_STATUS_NOT_FOUND` past the last. Takes time proportional to `index`.
+/// `ENEC_STATUS_NOT_FOUND` past the last. Takes constant time.
 ///
 /// # Safety
 /// `container` must come from `enec_container_open`; `info` must be valid.
@@ -979,13 +1229,13 @@ pub unsafe extern "C" fn enec_container_tensor(
     index: u64,
     info: *mut EnecTensorInfo,
 ) -> EnecStatus {
-    let Some(c) = container_of(container) else {
+    let Some(h) = handle_of(container) else {
         return EnecStatus::InvalidArgument;
     };
     if info.is_null() {
         return EnecStatus::InvalidArgument;
     }
-    match tensor_at(c, index) {
+    match tensor_at(container, h, index) {
         Some((_, entry)) => {
             info.write(tensor_info(index, &entry));
             EnecStatus::Ok
@@ -994,9 +1244,9 @@ pub unsafe extern "C" fn enec_container_tensor(
     }
 }
 
-/// Describes the tensor named `name` (`name_len` bytes, no NUL needed) in `*info`;
+/// Describes the first tensor named `name` (`name_len` bytes, no NUL needed) in `*info`;
 /// `ENEC_STATUS_NOT_FOUND` if there is none. `info->index` is its number for
-/// `enec_container_decode_tensor`.
+/// `enec_container_decode_tensor`. Takes time proportional to the index.
 ///
 /// # Safety
 /// `container` must come from `enec_container_open`; `name` must point to `name_len` readable
@@ -1033,7 +1283,8 @@ pub unsafe extern "C" fn enec_container_find(
 
 /// Restores tensor number `index` into `out` (`out_cap` bytes, at least the tensor's `bytes`),
 /// verifying its checksums, on the calling thread; the bytes written go to `*out_len`. A damaged
-/// tensor gives an error (with the frame in `detail`), never wrong data as good.
+/// tensor gives an error (with the frame in `detail`), never wrong data as good. Finding the
+/// tensor takes constant time.
 ///
 /// # Safety
 /// `container` must come from `enec_container_open`; `out` must point to `out_cap` writable
@@ -1047,24 +1298,370 @@ pub unsafe extern "C" fn enec_container_decode_tensor(
     out_len: *mut usize,
     detail: *mut EnecErrorDetail,
 ) -> EnecStatus {
+    let Some(h) = handle_of(container) else {
+        return invalid(
+            detail,
+            "`container` is not a handle from enec_container_open",
+        );
+    };
+    let Some(out) = bytes_mut(out, out_cap) else {
+        return invalid(detail, "`out` is NULL with a nonzero capacity");
+    };
+    if out_len.is_null() {
+        return invalid(detail, "`out_len` is NULL");
+    }
+    let Some((number, entry)) = tensor_at(container, h, index) else {
+        let count = h.tensors;
+        let message = format_args!("no tensor number {index}: the container has {count}");
+        return report(detail, EnecStatus::NotFound, 0, 0, ENEC_NO_ENTRY, &message);
+    };
+    match h.container.decode_entry(number, &entry, out) {
+        Ok(n) => {
+            out_len.write(n);
+            ok(detail)
+        }
+        Err(e) => container_fail(e, detail),
+    }
+}
+
+/// The length of the original file the container holds (what `enec_container_restore` writes),
+/// into `*size`.
+///
+/// # Safety
+/// `container` must come from `enec_container_open`; `size` must be valid.
+#[no_mangle]
+pub unsafe extern "C" fn enec_container_restored_size(
+    container: *const EnecContainer,
+    size: *mut u64,
+) -> EnecStatus {
     let Some(c) = container_of(container) else {
         return EnecStatus::InvalidArgument;
     };
-    let Some(out) = bytes_mut(out, out_cap) else {
-        return EnecStatus::InvalidArgument;
-    };
-    if out_len.is_null() {
+    if size.is_null() {
         return EnecStatus::InvalidArgument;
     }
-    let Some((number, entry)) = tensor_at(c, index) else {
-        return EnecStatus::NotFound;
+    size.write(c.original_len());
+    EnecStatus::Ok
+}
+
+/// Bytes of scratch memory `enec_container_restore` and `enec_container_restore_to` need for
+/// this container, into `*size`: for its largest frame, the decoded bytes and room to encode
+/// them again (about 128 KiB for bf16 with the default 16,384-element frames; 0 when no piece
+/// is enec-coded).
+///
+/// # Safety
+/// `container` must come from `enec_container_open`; `size` must be valid.
+#[no_mangle]
+pub unsafe extern "C" fn enec_container_scratch_size(
+    container: *const EnecContainer,
+    size: *mut usize,
+) -> EnecStatus {
+    let Some(h) = handle_of(container) else {
+        return EnecStatus::InvalidArgument;
     };
-    match c.decode_entry(number, &entry, out) {
-        Ok(n) => {
-            out_len.write(n);
-            EnecStatus::Ok
+    if size.is_null() {
+        return EnecStatus::InvalidArgument;
+    }
+    size.write(h.scratch);
+    EnecStatus::Ok
+}
+
+/// Why a restore stopped.
+enum Stop {
+    Container(ContainerError),
+    Noncanonical { entry: u64, frame: u32 },
+    Write(c_int),
+}
+
+impl From<ContainerError> for Stop {
+    fn from(e: ContainerError) -> Stop {
+        Stop::Container(e)
+    }
+}
+
+/// Restores every piece of `c` in file order, verifying all of it, and hands each verified run of
+/// bytes to `sink`. `direct`: the caller's output (the whole original), into which frames are
+/// decoded in place; else frames are decoded into `scratch`. `scratch` holds at least
+/// `scratch_for(c)` bytes.
+fn restore_all(
+    c: &Container<'_>,
+    mut direct: Option<&mut [u8]>,
+    scratch: &mut [u8],
+    sink: &mut dyn FnMut(&[u8]) -> Result<(), Stop>,
+) -> Result<(), Stop> {
+    for (number, entry) in c.entries() {
+        let payload = c.payload(&entry);
+        let at = entry.original_offset as usize; // < original_len, which fits the output
+        match entry.kind {
+            PieceKind::Raw => {
+                if h32(payload) != entry.checksum {
+                    return Err(ContainerError::RawChecksumMismatch { entry: number }.into());
+                }
+                if let Some(out) = direct.as_deref_mut() {
+                    out[at..at + payload.len()].copy_from_slice(payload);
+                } else {
+                    sink(payload)?;
+                }
+            }
+            PieceKind::Enec => {
+                restore_stream(number, &entry, payload, &mut direct, at, scratch, sink)?
+            }
         }
-        Err(e) => container_fail(e, detail),
+    }
+    Ok(())
+}
+
+/// Restores one enec piece frame by frame: decode (checksum verified), check that the frame is
+/// the bytes a conforming encoder writes for its data, then hand the bytes over.
+fn restore_stream(
+    number: u64,
+    entry: &Entry<'_>,
+    payload: &[u8],
+    direct: &mut Option<&mut [u8]>,
+    at: usize,
+    scratch: &mut [u8],
+    sink: &mut dyn FnMut(&[u8]) -> Result<(), Stop>,
+) -> Result<(), Stop> {
+    let stream_error = |error| ContainerError::Stream {
+        entry: number,
+        error,
+    };
+    check_stream(number, entry, payload)?;
+    let decoder = FrameDecoder::new(payload).map_err(stream_error)?;
+    let info = *decoder.info();
+    let mut last = None;
+    let in_place = direct.is_some();
+    for frame in decoder.frames() {
+        let frame = frame.map_err(stream_error)?;
+        let range = decoder.output_range(&frame);
+        let max = max_frame_bytes(info.dtype, frame.elements);
+        let (decoded, encoded): (&mut [u8], &mut [u8]) = match direct.as_deref_mut() {
+            Some(out) => (
+                &mut out[at + range.start..at + range.end],
+                &mut scratch[..max],
+            ),
+            None => {
+                let (a, b) = scratch.split_at_mut(range.len());
+                (a, &mut b[..max])
+            }
+        };
+        decoder
+            .decode_frame(&frame, decoded)
+            .map_err(stream_error)?;
+        let bytes = &payload[frame.offset..frame.offset + frame.bytes];
+        if !canonical(&info, frame.coding, bytes, decoded, encoded) {
+            return Err(Stop::Noncanonical {
+                entry: number,
+                frame: frame.index,
+            });
+        }
+        if !in_place {
+            sink(decoded)?;
+        }
+        last = Some(frame);
+    }
+    let extra = match last {
+        Some(f) => decoder.trailing_bytes(&f),
+        None => payload.len() - enec::format::STREAM_HEADER_BYTES,
+    };
+    if extra != 0 {
+        let error = Error::TrailingData {
+            extra: extra as u64,
+        };
+        return Err(stream_error(error).into());
+    }
+    Ok(())
+}
+
+/// Whether `bytes`, a frame that decoded (checksum verified) to `decoded`, is exactly what a
+/// conforming encoder writes for that data with the frame's coding (FORMAT.md section 7): this
+/// catches damage in the bytes the decoder does not read or whose value does not change the
+/// result (zero padding, unused bits of plane words, symbol-table entries no element uses).
+fn canonical(
+    info: &enec::StreamInfo,
+    coding: FrameCoding,
+    bytes: &[u8],
+    decoded: &[u8],
+    scratch: &mut [u8],
+) -> bool {
+    let coding = match coding {
+        // The header and body were checked by the decoder; only the padding is left.
+        FrameCoding::Stored => {
+            let end = enec::format::FRAME_HEADER_BYTES + decoded.len();
+            return bytes
+                .get(end..)
+                .is_some_and(|pad| pad.iter().all(|&b| b == 0));
+        }
+        FrameCoding::Groups => Coding::Groups,
+        FrameCoding::Ranked => Coding::Ranked,
+    };
+    match enec::frame::encode_frame(info.dtype, coding, info.checksums, decoded, scratch) {
+        Ok(n) => scratch[..n] == *bytes,
+        Err(_) => false,
+    }
+}
+
+/// Reports why a restore stopped.
+unsafe fn restore_fail(stop: Stop, detail: *mut EnecErrorDetail) -> EnecStatus {
+    match stop {
+        Stop::Container(e) => container_fail(e, detail),
+        Stop::Noncanonical { entry, frame } => {
+            let message = format_args!(
+                "entry {entry}, frame {frame}: the frame's bytes differ from what the encoder \
+                 writes for its data (damaged padding, unused bits or symbol table)"
+            );
+            let status = EnecStatus::NoncanonicalFrame;
+            report(detail, status, frame, 0, entry, &message)
+        }
+        Stop::Write(rc) => {
+            let message = format_args!("the write callback returned {rc}");
+            let status = EnecStatus::WriteFailed;
+            report(detail, status, 0, rc as i64 as u64, ENEC_NO_ENTRY, &message)
+        }
+    }
+}
+
+/// Checks the scratch memory of a restore.
+unsafe fn scratch_of<'a>(
+    h: &Handle<'_>,
+    scratch: *mut c_void,
+    scratch_len: usize,
+    detail: *mut EnecErrorDetail,
+) -> Result<&'a mut [u8], EnecStatus> {
+    if scratch_len < h.scratch {
+        let need = h.scratch;
+        let message = format_args!(
+            "invalid argument: the restore needs {need} bytes of scratch memory, {scratch_len} \
+             given (enec_container_scratch_size)"
+        );
+        let status = EnecStatus::InvalidArgument;
+        return Err(report(
+            detail,
+            status,
+            0,
+            need as u64,
+            ENEC_NO_ENTRY,
+            &message,
+        ));
+    }
+    bytes_mut(scratch as *mut u8, scratch_len)
+        .ok_or_else(|| invalid(detail, "`scratch` is NULL with a nonzero length"))
+}
+
+/// Restores the whole original file into `out` (`out_cap` bytes, at least
+/// `enec_container_restored_size`) on the calling thread; its length goes to `*out_len`.
+/// Verifies every byte of the container: the header, footer and index checks, zero padding, the
+/// checksum of every verbatim piece (file header, gaps, raw tensors), every frame's checksum,
+/// and that every frame is exactly what a conforming encoder writes for its data
+/// (`ENEC_STATUS_NONCANONICAL_FRAME` otherwise). So any single flipped bit of the container is
+/// reported, provided its streams carry frame checksums (`enec compress` writes them unless told
+/// not to). `scratch` (`scratch_len` bytes, at least `enec_container_scratch_size`) is work
+/// memory. On error, `out` holds unverified bytes: treat all of it as garbage.
+///
+/// # Safety
+/// `container` must come from `enec_container_open`; `out` must point to `out_cap` writable
+/// bytes and `scratch` to `scratch_len` writable bytes, neither overlapping the container or the
+/// other; `out_len` must be valid; `detail` may be NULL.
+#[no_mangle]
+pub unsafe extern "C" fn enec_container_restore(
+    container: *const EnecContainer,
+    out: *mut u8,
+    out_cap: usize,
+    scratch: *mut c_void,
+    scratch_len: usize,
+    out_len: *mut usize,
+    detail: *mut EnecErrorDetail,
+) -> EnecStatus {
+    let Some(h) = handle_of(container) else {
+        return invalid(
+            detail,
+            "`container` is not a handle from enec_container_open",
+        );
+    };
+    let Some(out) = bytes_mut(out, out_cap) else {
+        return invalid(detail, "`out` is NULL with a nonzero capacity");
+    };
+    if out_len.is_null() {
+        return invalid(detail, "`out_len` is NULL");
+    }
+    let scratch = match scratch_of(h, scratch, scratch_len, detail) {
+        Ok(s) => s,
+        Err(status) => return status,
+    };
+    let c = &h.container;
+    let need = c.original_len();
+    let Some(out) = usize::try_from(need).ok().and_then(|n| out.get_mut(..n)) else {
+        let error = ContainerError::OutputTooSmall { needed: need };
+        return container_fail(error, detail);
+    };
+    match restore_all(c, Some(out), scratch, &mut |_| Ok(())) {
+        Ok(()) => {
+            out_len.write(need as usize);
+            ok(detail)
+        }
+        Err(stop) => restore_fail(stop, detail),
+    }
+}
+
+/// Restores the whole original file through `write`, in order, verifying it as
+/// `enec_container_restore` does. `write(ctx, bytes, len)` receives only verified bytes (a
+/// verbatim piece once its checksum matched, a frame's bytes once its checksum matched and its
+/// encoding was checked), at most one frame or one piece at a time; a nonzero return stops the
+/// restore with `ENEC_STATUS_WRITE_FAILED` (its value in `detail->value`). The bytes handed over
+/// go to `*written` (the whole original on success; may be NULL). On error, what was written is
+/// a verified prefix of the original, but the file as a whole is damaged. `scratch` as for
+/// `enec_container_restore`.
+///
+/// # Safety
+/// `container` must come from `enec_container_open`; `write` must be a valid function;
+/// `scratch` must point to `scratch_len` writable bytes not overlapping the container; `written`
+/// and `detail` may be NULL. `write` must not call back into this handle's memory.
+#[no_mangle]
+pub unsafe extern "C" fn enec_container_restore_to(
+    container: *const EnecContainer,
+    write: EnecWriteFn,
+    ctx: *mut c_void,
+    scratch: *mut c_void,
+    scratch_len: usize,
+    written: *mut u64,
+    detail: *mut EnecErrorDetail,
+) -> EnecStatus {
+    if !written.is_null() {
+        written.write(0);
+    }
+    let Some(h) = handle_of(container) else {
+        return invalid(
+            detail,
+            "`container` is not a handle from enec_container_open",
+        );
+    };
+    let Some(write) = write else {
+        return invalid(detail, "`write` is NULL");
+    };
+    let scratch = match scratch_of(h, scratch, scratch_len, detail) {
+        Ok(s) => s,
+        Err(status) => return status,
+    };
+    let mut total = 0u64;
+    let mut sink = |b: &[u8]| -> Result<(), Stop> {
+        if b.is_empty() {
+            return Ok(());
+        }
+        match write(ctx, b.as_ptr(), b.len()) {
+            0 => {
+                total += b.len() as u64;
+                Ok(())
+            }
+            rc => Err(Stop::Write(rc)),
+        }
+    };
+    let result = restore_all(&h.container, None, scratch, &mut sink);
+    if !written.is_null() {
+        written.write(total);
+    }
+    match result {
+        Ok(()) => ok(detail),
+        Err(stop) => restore_fail(stop, detail),
     }
 }
 
