@@ -1666,6 +1666,9 @@ pub unsafe extern "C" fn enec_container_restore_to(
 }
 
 #[cfg(test)]
+mod container_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use enec::container::MAX_RANK;
