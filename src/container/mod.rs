@@ -1059,6 +1059,27 @@ mod tests {
         );
     }
 
+    /// Every entry is found again from its number and position, alone.
+    #[test]
+    fn entries_resume_from_a_position() {
+        let (file, _) = build(&pieces());
+        let c = Container::parse(&file).unwrap();
+        let mut entries = c.entries();
+        let mut seen = 0;
+        loop {
+            let position = entries.position();
+            let Some((number, entry)) = entries.next() else {
+                break;
+            };
+            let again = c.index().entries_from(number, position).next();
+            assert_eq!(again, Some((number, entry)));
+            seen += 1;
+        }
+        assert_eq!(seen, 6);
+        // A position past the end yields nothing rather than panicking.
+        assert_eq!(c.index().entries_from(0, usize::MAX).next(), None);
+    }
+
     #[test]
     fn empty_container() {
         let (file, original) = build(&[]);

@@ -9,13 +9,17 @@
 //!   [`ENEC_STATE_ALIGN`] bytes.
 //!
 //! - Checkpoint containers in memory: [`enec_container_open`] checks one and keeps a handle in
-//!   caller memory; [`enec_container_tensor`] / [`enec_container_find`] describe a tensor (name,
-//!   dtype, shape, sizes) by number or name; [`enec_container_decode_tensor`] restores one into
-//!   a caller buffer.
+//!   caller memory (sized by [`enec_container_state_size`]); [`enec_container_tensor`] (constant
+//!   time) / [`enec_container_find`] describe a tensor (name, dtype, shape, sizes) by number or
+//!   name; [`enec_container_decode_tensor`] restores one into a caller buffer;
+//!   [`enec_container_restore`] (into a buffer of [`enec_container_restored_size`] bytes) and
+//!   [`enec_container_restore_to`] (through a write callback) restore the whole file, verifying
+//!   every byte of the container. A handle may be shared by any number of threads.
 //!
 //! Nothing here allocates. Every function checks its pointers for NULL and its arguments for
-//! range and returns an [`EnecStatus`]; a panic aborts (the crate is built with `panic = "abort"`)
-//! and cannot unwind into C.
+//! range and returns an [`EnecStatus`]; those that take an [`EnecErrorDetail`] write it on every
+//! return, with a message ([`enec_status_message`] describes a status alone). A panic aborts (the
+//! crate is built with `panic = "abort"`) and cannot unwind into C.
 #![allow(clippy::missing_safety_doc)] // each function documents its contract in "Safety" prose
 
 use core::ffi::{c_char, c_int, c_void};
