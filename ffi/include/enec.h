@@ -508,7 +508,7 @@ enum EnecStatus enec_container_restore(const struct EnecContainer *container,
 // # Safety
 // `container` must come from `enec_container_open`; `write` must be a valid function;
 // `scratch` must point to `scratch_len` writable bytes not overlapping the container; `written`
-// and `detail` may be NULL. `write` must not call back into this handle's memory.
+// and `detail` may be NULL. `write` must not change the handle memory, the file or the scratch.
 enum EnecStatus enec_container_restore_to(const struct EnecContainer *container,
                                           EnecWriteFn write,
                                           void *ctx,

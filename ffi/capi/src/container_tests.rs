@@ -698,6 +698,7 @@ fn a_flip_in_the_file_header_is_a_piece_checksum_mismatch() {
     let d = restore(&file).unwrap_err();
     assert_eq!((d.status, d.entry), (EnecStatus::PieceChecksumMismatch, 0));
     assert!(message(&d).contains("entry 0"), "{}", message(&d));
+    assert!(message(&d).contains("the file header"), "{}", message(&d));
     let text = unsafe { CStr::from_ptr(enec_status_message(d.status as i32)) };
     assert!(text.to_str().unwrap().contains("verbatim"));
 }
@@ -718,4 +719,42 @@ fn status_messages_are_distinct() {
         unsafe { CStr::from_ptr(enec_status_message(30)) }.to_str(),
         Ok("unknown error")
     );
+}
+
+/// A flip in the zero padding of a stored frame decodes to the right bytes with the right
+/// checksum; the restore names it as a non-canonical frame of its tensor.
+#[test]
+fn a_flip_in_frame_padding_is_a_noncanonical_frame() {
+    let (mut file, _, _) = checkpoint();
+    let (number, last) = {
+        let c = Container::parse(&file).unwrap();
+        let (number, noise) = c.find("noise").unwrap();
+        (number, (noise.offset + noise.len - 1) as usize)
+    };
+    file[last] ^= 0x80;
+    let d = restore(&file).unwrap_err();
+    assert_eq!(
+        (d.status, d.entry, d.frame),
+        (EnecStatus::NoncanonicalFrame, number, 1)
+    );
+    assert!(message(&d).contains("tensor \"noise\""), "{}", message(&d));
+    // Decoding the tensor alone does not look at the padding.
+    let h = open(&file).unwrap();
+    let parsed = Container::parse(&file).unwrap();
+    let mut info = tensor_info(0, &parsed.find("noise").unwrap().1);
+    let st = unsafe { enec_container_find(h.handle, c"noise".as_ptr(), 5, &mut info) };
+    assert_eq!(st, EnecStatus::Ok);
+    let mut out = vec![0u8; info.bytes as usize];
+    let mut len = 0usize;
+    let st = unsafe {
+        enec_container_decode_tensor(
+            h.handle,
+            info.index,
+            out.as_mut_ptr(),
+            out.len(),
+            &mut len,
+            ptr::null_mut(),
+        )
+    };
+    assert_eq!(st, EnecStatus::Ok);
 }

@@ -987,6 +987,28 @@ struct Handle<'a> {
 const SLOTS_AT: usize =
     (ENEC_STATE_ALIGN + size_of::<Handle<'static>>()).next_multiple_of(ENEC_STATE_ALIGN);
 
+/// [`container_fail`] with the message naming the piece of `c` the error lies in (`tensor
+/// "name"`, the file header, a byte range of the original).
+unsafe fn container_fail_in(
+    c: &Container<'_>,
+    e: ContainerError,
+    detail: *mut EnecErrorDetail,
+) -> EnecStatus {
+    let piece = e.entry().and_then(|n| c.entries().find(|(i, _)| *i == n));
+    let Some((_, entry)) = piece else {
+        return container_fail(e, detail);
+    };
+    let status = container_fail(e, ptr::null_mut());
+    let (frame, value, number) = match e {
+        ContainerError::Stream { error, entry } => {
+            (status_of(&error).1, status_of(&error).2, entry)
+        }
+        _ => (0, 0, e.entry().unwrap_or(ENEC_NO_ENTRY)),
+    };
+    let message = format_args!("{e} ({})", entry.describe());
+    report(detail, status, frame, value, number, &message)
+}
+
 /// Converts a container error, filling `detail` when it is not NULL.
 unsafe fn container_fail(e: ContainerError, detail: *mut EnecErrorDetail) -> EnecStatus {
     let entry = e.entry().unwrap_or(ENEC_NO_ENTRY);
@@ -1324,7 +1346,7 @@ pub unsafe extern "C" fn enec_container_decode_tensor(
             out_len.write(n);
             ok(detail)
         }
-        Err(e) => container_fail(e, detail),
+        Err(e) => container_fail_in(&h.container, e, detail),
     }
 }
 
@@ -1505,17 +1527,25 @@ fn canonical(
     }
 }
 
-/// Reports why a restore stopped.
-unsafe fn restore_fail(stop: Stop, detail: *mut EnecErrorDetail) -> EnecStatus {
+/// Reports why a restore of `c` stopped.
+unsafe fn restore_fail(c: &Container<'_>, stop: Stop, detail: *mut EnecErrorDetail) -> EnecStatus {
     match stop {
-        Stop::Container(e) => container_fail(e, detail),
+        Stop::Container(e) => container_fail_in(c, e, detail),
         Stop::Noncanonical { entry, frame } => {
-            let message = format_args!(
-                "entry {entry}, frame {frame}: the frame's bytes differ from what the encoder \
-                 writes for its data (damaged padding, unused bits or symbol table)"
-            );
             let status = EnecStatus::NoncanonicalFrame;
-            report(detail, status, frame, 0, entry, &message)
+            let why = "the frame's bytes differ from what the encoder writes for its data \
+                       (damaged padding, unused bits or symbol table)";
+            match c.entries().find(|(i, _)| *i == entry) {
+                Some((_, e)) => {
+                    let piece = e.describe();
+                    let message = format_args!("entry {entry} ({piece}), frame {frame}: {why}");
+                    report(detail, status, frame, 0, entry, &message)
+                }
+                None => {
+                    let message = format_args!("entry {entry}, frame {frame}: {why}");
+                    report(detail, status, frame, 0, entry, &message)
+                }
+            }
         }
         Stop::Write(rc) => {
             let message = format_args!("the write callback returned {rc}");
@@ -1603,7 +1633,7 @@ pub unsafe extern "C" fn enec_container_restore(
             out_len.write(need as usize);
             ok(detail)
         }
-        Err(stop) => restore_fail(stop, detail),
+        Err(stop) => restore_fail(&h.container, stop, detail),
     }
 }
 
@@ -1619,7 +1649,7 @@ pub unsafe extern "C" fn enec_container_restore(
 /// # Safety
 /// `container` must come from `enec_container_open`; `write` must be a valid function;
 /// `scratch` must point to `scratch_len` writable bytes not overlapping the container; `written`
-/// and `detail` may be NULL. `write` must not call back into this handle's memory.
+/// and `detail` may be NULL. `write` must not change the handle memory, the file or the scratch.
 #[no_mangle]
 pub unsafe extern "C" fn enec_container_restore_to(
     container: *const EnecContainer,
@@ -1665,7 +1695,7 @@ pub unsafe extern "C" fn enec_container_restore_to(
     }
     match result {
         Ok(()) => ok(detail),
-        Err(stop) => restore_fail(stop, detail),
+        Err(stop) => restore_fail(&h.container, stop, detail),
     }
 }
 
