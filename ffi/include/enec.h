@@ -467,8 +467,8 @@ enum EnecStatus enec_container_restored_size(const struct EnecContainer *contain
 
 // Bytes of scratch memory `enec_container_restore` and `enec_container_restore_to` need for
 // this container, into `*size`: for its largest frame, the decoded bytes and room to encode
-// them again (about 128 KiB for bf16 with the default 16,384-element frames; 0 when no piece
-// is enec-coded).
+// them again (about 64 KiB for bf16 and 128 KiB for fp32 with the default 16,384-element
+// frames; 0 when no piece is enec-coded).
 //
 // # Safety
 // `container` must come from `enec_container_open`; `size` must be valid.
@@ -482,7 +482,8 @@ enum EnecStatus enec_container_scratch_size(const struct EnecContainer *containe
 // (`ENEC_STATUS_NONCANONICAL_FRAME` otherwise). So any single flipped bit of the container is
 // reported, provided its streams carry frame checksums (`enec compress` writes them unless told
 // not to). `scratch` (`scratch_len` bytes, at least `enec_container_scratch_size`) is work
-// memory. On error, `out` holds unverified bytes: treat all of it as garbage.
+// memory. The re-encoding makes a restore cost about three decodes of the same tensors. On
+// error, `out` holds unverified bytes: treat all of it as garbage.
 //
 // # Safety
 // `container` must come from `enec_container_open`; `out` must point to `out_cap` writable
