@@ -13,10 +13,11 @@
  * it on every return, success included: status, frame, byte count, container entry, and a
  * NUL-terminated message naming what is wrong and where.
  *
- * Threads: no function keeps global state. Streaming encoder and decoder state is used by one
- * thread at a time. A container handle is read-only once enec_container_open returns: any
- * number of threads may call the functions that take a const EnecContainer * on one handle at
- * once, each with its own output, scratch and detail memory.
+ * Threads: every function may be called from any thread; the only global state is the CPU
+ * feature detection, made once and thread-safely. A streaming encoder or decoder state is used
+ * by one thread at a time. A container handle is read-only once enec_container_open returns:
+ * any number of threads may call the functions that take a const EnecContainer * on one handle
+ * at once, each with its own output, scratch and detail memory.
  */
 
 #ifndef ENEC_H
