@@ -1310,7 +1310,8 @@ pub unsafe extern "C" fn enec_container_find(
 /// Restores tensor number `index` into `out` (`out_cap` bytes, at least the tensor's `bytes`),
 /// verifying its checksums, on the calling thread; the bytes written go to `*out_len`. A damaged
 /// tensor gives an error (with the frame in `detail`), never wrong data as good. Finding the
-/// tensor takes constant time.
+/// tensor takes constant time. Bytes that carry no information (padding, unused bits) are not
+/// looked at: `enec_container_restore` verifies those too.
 ///
 /// # Safety
 /// `container` must come from `enec_container_open`; `out` must point to `out_cap` writable
