@@ -38,12 +38,21 @@ pub(crate) fn flag_bits(flags: &[u8; 64]) -> u64 {
 /// of escaped elements before it. Returns the number of values used.
 #[inline(always)]
 pub fn expand<T: Copy>(masks: &[u64], values: &[T], out: &mut [T]) -> usize {
+    let whole = (out.len() / 64).min(masks.len());
     let mut k = 0;
-    for (b, &mask) in masks.iter().enumerate() {
+    for (&mask, block) in masks.iter().zip(out.as_chunks_mut::<64>().0) {
+        // A whole block: its index needs no bounds check.
         let mut m = mask;
         while m != 0 {
-            let q = 64 * b + m.trailing_zeros() as usize;
-            out[q] = values[k];
+            block[m.trailing_zeros() as usize & 63] = values[k];
+            k += 1;
+            m &= m - 1;
+        }
+    }
+    for (b, &mask) in masks.iter().enumerate().skip(whole) {
+        let mut m = mask;
+        while m != 0 {
+            out[64 * b + m.trailing_zeros() as usize] = values[k];
             k += 1;
             m &= m - 1;
         }
@@ -55,8 +64,18 @@ pub fn expand<T: Copy>(masks: &[u64], values: &[T], out: &mut [T]) -> usize {
 /// the front of `out`. Returns how many.
 #[inline(always)]
 pub fn compress<T: Copy>(masks: &[u64], values: &[T], out: &mut [T]) -> usize {
+    let whole = (values.len() / 64).min(masks.len());
     let mut k = 0;
-    for (b, &mask) in masks.iter().enumerate() {
+    for (&mask, block) in masks.iter().zip(values.as_chunks::<64>().0) {
+        // A whole block: its index needs no bounds check.
+        let mut m = mask;
+        while m != 0 {
+            out[k] = block[m.trailing_zeros() as usize & 63];
+            k += 1;
+            m &= m - 1;
+        }
+    }
+    for (b, &mask) in masks.iter().enumerate().skip(whole) {
         let mut m = mask;
         while m != 0 {
             out[k] = values[64 * b + m.trailing_zeros() as usize];
