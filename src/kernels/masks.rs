@@ -67,13 +67,14 @@ pub fn compress<T: Copy>(masks: &[u64], values: &[T], out: &mut [T]) -> usize {
     let whole = (values.len() / 64).min(masks.len());
     let mut k = 0;
     for (&mask, block) in masks.iter().zip(values.as_chunks::<64>().0) {
-        // A whole block: its index needs no bounds check.
+        // A whole block: one bounds check for its places in `out`, none for its indices.
+        let count = mask.count_ones() as usize;
         let mut m = mask;
-        while m != 0 {
-            out[k] = block[m.trailing_zeros() as usize & 63];
-            k += 1;
-            m &= m - 1;
+        for o in &mut out[k..k + count] {
+            *o = block[m.trailing_zeros() as usize & 63];
+            m &= m.wrapping_sub(1);
         }
+        k += count;
     }
     for (b, &mask) in masks.iter().enumerate().skip(whole) {
         let mut m = mask;
