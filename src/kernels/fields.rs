@@ -74,7 +74,7 @@ pub fn store<const B: usize>(bytes: &mut [u8], i: usize, u: u32) {
 /// shift keeps the bits below 16 it needs), so the loop vectorizes twice as wide.
 #[inline(always)]
 pub fn merge_store<const B: usize, L: Lane>(fields: &Fields, x: &[u8], r: &[L], out: &mut [u8]) {
-    if B == 2 {
+    if B == 2 && !super::COMPACT {
         let (m, k, live) = (fields.m, fields.k, fields.m - fields.k);
         let (top, low) = (fields.e + fields.m, ((1u32 << live) - 1) as u16);
         for ((o, &x), &r) in out.as_chunks_mut::<2>().0.iter_mut().zip(x).zip(r) {

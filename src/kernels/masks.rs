@@ -38,15 +38,22 @@ pub(crate) fn flag_bits(flags: &[u8; 64]) -> u64 {
 /// of escaped elements before it. Returns the number of values used.
 #[inline(always)]
 pub fn expand<T: Copy>(masks: &[u64], values: &[T], out: &mut [T]) -> usize {
-    let whole = (out.len() / 64).min(masks.len());
+    // The compact form has only the second loop.
+    let whole = if super::COMPACT {
+        0
+    } else {
+        (out.len() / 64).min(masks.len())
+    };
     let mut k = 0;
-    for (&mask, block) in masks.iter().zip(out.as_chunks_mut::<64>().0) {
-        // A whole block: its index needs no bounds check.
-        let mut m = mask;
-        while m != 0 {
-            block[m.trailing_zeros() as usize & 63] = values[k];
-            k += 1;
-            m &= m - 1;
+    if !super::COMPACT {
+        for (&mask, block) in masks.iter().zip(out.as_chunks_mut::<64>().0) {
+            // A whole block: its index needs no bounds check.
+            let mut m = mask;
+            while m != 0 {
+                block[m.trailing_zeros() as usize & 63] = values[k];
+                k += 1;
+                m &= m - 1;
+            }
         }
     }
     for (b, &mask) in masks.iter().enumerate().skip(whole) {

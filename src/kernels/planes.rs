@@ -105,16 +105,16 @@ pub fn unpack_range<L: Lane>(frame: &[u8], plane: &Plane, start: usize, out: &mu
         return;
     }
     let subs = plane.subs();
-    if subs.is_empty() {
+    if subs.is_empty() || super::COMPACT {
+        // The compact form zeroes `out` and ORs every sub-plane in.
         out.fill(L::default());
-        return;
     }
     for (s, sub) in subs.iter().enumerate() {
         let (mask, shift) = field_mask::<L>(sub);
         for run in sub.runs(start, out.len()) {
             let words = &frame[sub.offset + 2 * run.word..sub.offset + 2 * (run.word + run.len)];
             let out = &mut out[run.done..run.done + run.len];
-            if s == 0 {
+            if s == 0 && !super::COMPACT {
                 unpack_run::<L, false>(words, run.bit, mask, shift, out);
             } else {
                 unpack_run::<L, true>(words, run.bit, mask, shift, out);

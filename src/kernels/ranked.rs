@@ -221,6 +221,12 @@ impl RankedCost for FrameBytes {
 /// vectorizes; larger ones by a plain gather.
 #[inline(always)]
 pub fn lookup(codes: &[u8], table: &[u8; MAX_SYMBOLS], symbols: usize, out: &mut [u8]) {
+    if super::COMPACT {
+        for (o, &c) in out.iter_mut().zip(codes) {
+            *o = table[usize::from(c)];
+        }
+        return;
+    }
     match symbols {
         0..=4 => lookup_small::<4>(codes, table, symbols, out),
         5..=8 => lookup_small::<8>(codes, table, symbols, out),
