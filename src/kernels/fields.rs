@@ -69,9 +69,20 @@ pub fn store<const B: usize>(bytes: &mut [u8], i: usize, u: u32) {
 }
 
 /// Merges a run of exponents and residuals into elements and stores them little-endian
-/// (`out.len() == B * x.len()`).
+/// (`out.len() == B * x.len()`). 2-byte elements are computed in 16-bit lanes (the low 16 bits
+/// of [`Fields::merge`]: every step is a shift left, a mask or an OR, and the residual's right
+/// shift keeps the bits below 16 it needs), so the loop vectorizes twice as wide.
 #[inline(always)]
 pub fn merge_store<const B: usize, L: Lane>(fields: &Fields, x: &[u8], r: &[L], out: &mut [u8]) {
+    if B == 2 && !super::COMPACT {
+        let (m, k, live) = (fields.m, fields.k, fields.m - fields.k);
+        let (top, low) = (fields.e + fields.m, ((1u32 << live) - 1) as u16);
+        for ((o, &x), &r) in out.as_chunks_mut::<2>().0.iter_mut().zip(x).zip(r) {
+            let r = r.bits16(0);
+            *o = ((r >> live) << top | u16::from(x) << m | (r & low) << k).to_le_bytes();
+        }
+        return;
+    }
     for ((o, &x), &r) in out.chunks_exact_mut(B).zip(x).zip(r) {
         let u = fields.merge(u32::from(x), r.get());
         o.copy_from_slice(&u.to_le_bytes()[..B]);
@@ -88,6 +99,22 @@ pub trait Lane: bytemuck::Pod + Default {
     fn get(self) -> u32;
     /// A lane holding the low bits of `v`.
     fn truncate(v: u32) -> Self;
+    /// The lane holding `field << shift` cut to its width (as [`Lane::or_field`] does), computed
+    /// in the lane's own width where it is narrower than 32 bits (`shift` below the width).
+    #[inline(always)]
+    fn field(field: u16, shift: u32) -> Self {
+        Self::truncate(u32::from(field) << shift)
+    }
+    /// The OR of two lanes.
+    #[inline(always)]
+    fn or(self, other: Self) -> Self {
+        self.or_field(other.get())
+    }
+    /// The low 16 bits of the lane's value shifted right by `shift` (below the width).
+    #[inline(always)]
+    fn bits16(self, shift: u32) -> u16 {
+        (self.get() >> shift) as u16
+    }
 }
 
 macro_rules! lane {
@@ -106,6 +133,21 @@ macro_rules! lane {
             fn truncate(v: u32) -> Self {
                 v as $t
             }
+            #[inline(always)]
+            fn field(field: u16, shift: u32) -> Self {
+                // Cut first, then shifted in the lane: the same low bits as shifting first.
+                debug_assert!(shift < Self::BITS);
+                (field as $t).wrapping_shl(shift)
+            }
+            #[inline(always)]
+            fn or(self, other: Self) -> Self {
+                self | other
+            }
+            #[inline(always)]
+            fn bits16(self, shift: u32) -> u16 {
+                debug_assert!(shift < Self::BITS);
+                self.wrapping_shr(shift) as u16
+            }
         }
     )*};
 }
@@ -114,6 +156,14 @@ lane!(u8, u16, u32);
 /// The exponents of a run of little-endian `B`-byte elements (`input.len() == B * x.len()`).
 #[inline(always)]
 pub fn exponents<const B: usize>(fields: &Fields, input: &[u8], x: &mut [u8]) {
+    if B == 2 {
+        // In 16-bit lanes: the exponent is below bit 16.
+        let (m, mask) = (fields.m, ((1u32 << fields.e) - 1) as u16);
+        for (x, e) in x.iter_mut().zip(input.as_chunks::<2>().0) {
+            *x = (u16::from_le_bytes(*e) >> m & mask) as u8;
+        }
+        return;
+    }
     for (x, e) in x.iter_mut().zip(input.chunks_exact(B)) {
         *x = fields.split(load::<B>(e, 0)).0 as u8;
     }
@@ -128,12 +178,24 @@ pub fn split_load<const B: usize, L: Lane>(
     x: &mut [u8],
     r: &mut [L],
 ) {
+    if B == 2 {
+        // [`Fields::split`] in 16-bit lanes: every part of a 2-byte element is below bit 16.
+        let (m, k, live) = (fields.m, fields.k, fields.m - fields.k);
+        let (top, exponent) = (fields.e + fields.m, ((1u32 << fields.e) - 1) as u16);
+        let mantissa = ((1u32 << fields.m) - 1) as u16;
+        // Two loops, each of which vectorizes (one writing both did not).
+        let words = input.as_chunks::<2>().0;
+        for (x, e) in x.iter_mut().zip(words) {
+            *x = (u16::from_le_bytes(*e) >> m & exponent) as u8;
+        }
+        for (r, e) in r.iter_mut().zip(words) {
+            let u = u16::from_le_bytes(*e);
+            *r = L::field((u >> top) << live | (u & mantissa) >> k, 0);
+        }
+        return;
+    }
     for ((e, x), r) in input.chunks_exact(B).zip(x.iter_mut()).zip(r.iter_mut()) {
-        let u = if B == 2 {
-            u32::from(u16::from_le_bytes([e[0], e[1]]))
-        } else {
-            u32::from_le_bytes([e[0], e[1], e[2], e[3]])
-        };
+        let u = u32::from_le_bytes([e[0], e[1], e[2], e[3]]);
         let (xe, re) = fields.split(u);
         *x = xe as u8;
         *r = L::truncate(re);

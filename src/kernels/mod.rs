@@ -14,6 +14,11 @@
 //! `crate::simd` holds AVX2 and AVX-512 versions of the hot kernels (same results, tested
 //! against these).
 
+/// Bare-metal targets (`target_os = "none"`: microcontrollers, where flash is scarce) decode with
+/// the compact form of the loops that the vectorizing forms outgrow: the symbol lookup, the
+/// escape expansion, the plane unpacking and the 2-byte merge. Both forms give the same bytes.
+pub(crate) const COMPACT: bool = cfg!(target_os = "none");
+
 mod fields;
 mod groups;
 mod masks;

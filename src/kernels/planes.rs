@@ -2,7 +2,7 @@
 //! lie is `format::Plane`).
 
 use super::fields::Lane;
-use crate::format::Plane;
+use crate::format::{Plane, SubPlane};
 
 #[inline(always)]
 fn word(frame: &[u8], offset: usize, j: usize) -> u16 {
@@ -96,25 +96,58 @@ impl PlaneWriter {
 
 /// Reads values `start..start + out.len()` of a plane into `out` (contiguous words, one constant
 /// shift per run: the loop the compiler vectorizes). The caller guarantees the range is inside
-/// the plane and the plane inside `frame`.
+/// the plane and the plane inside `frame`. The first sub-plane's fields are stored and the
+/// others ORed in, so `out` needs no zeroing; fields are cut to 16 bits before they are shifted
+/// into the lane (they are at most 16 bits wide), so 2-byte lanes compute in 2-byte lanes.
 #[inline(always)]
 pub fn unpack_range<L: Lane>(frame: &[u8], plane: &Plane, start: usize, out: &mut [L]) {
-    out.fill(L::default());
     if out.is_empty() {
         return;
     }
-    for sub in plane.subs() {
-        let mask = (1u32 << sub.bits) - 1;
+    let subs = plane.subs();
+    if subs.is_empty() || super::COMPACT {
+        // The compact form zeroes `out` and ORs every sub-plane in.
+        out.fill(L::default());
+    }
+    for (s, sub) in subs.iter().enumerate() {
+        let (mask, shift) = field_mask::<L>(sub);
         for run in sub.runs(start, out.len()) {
             let words = &frame[sub.offset + 2 * run.word..sub.offset + 2 * (run.word + run.len)];
-            for (o, w) in out[run.done..run.done + run.len]
-                .iter_mut()
-                .zip(words.chunks_exact(2))
-            {
-                let w = u32::from(u16::from_le_bytes([w[0], w[1]]));
-                *o = o.or_field(((w >> run.bit) & mask) << sub.shift);
+            let out = &mut out[run.done..run.done + run.len];
+            if s == 0 && !super::COMPACT {
+                unpack_run::<L, false>(words, run.bit, mask, shift, out);
+            } else {
+                unpack_run::<L, true>(words, run.bit, mask, shift, out);
             }
         }
+    }
+}
+
+/// The mask and shift of a sub-plane's fields in an `L` lane: no bits where they lie above the
+/// lane (a lane narrower than the plane's values keeps their low bits), so that the shifts stay
+/// below the lane's width.
+#[inline(always)]
+fn field_mask<L: Lane>(sub: &SubPlane) -> (u16, u32) {
+    if sub.shift >= L::BITS {
+        (0, 0)
+    } else {
+        (((1u32 << sub.bits) - 1) as u16, sub.shift)
+    }
+}
+
+/// One run of [`unpack_range`]: `out[i]` (ORed into where `OR`) gets the field at `bit` of word
+/// `i` of `words`, shifted left by `shift`.
+#[inline(always)]
+fn unpack_run<L: Lane, const OR: bool>(
+    words: &[u8],
+    bit: u32,
+    mask: u16,
+    shift: u32,
+    out: &mut [L],
+) {
+    for (o, w) in out.iter_mut().zip(words.as_chunks::<2>().0) {
+        let f = L::field(u16::from_le_bytes(*w) >> bit & mask, shift);
+        *o = if OR { o.or(f) } else { f };
     }
 }
 
@@ -129,20 +162,35 @@ pub fn pack_range<L: Lane>(frame: &mut [u8], plane: &Plane, start: usize, values
         return;
     }
     for sub in plane.subs() {
-        let mask = (1u32 << sub.bits) - 1;
+        let (mask, shift) = field_mask::<L>(sub);
         for run in sub.runs(start, values.len()) {
             let at = sub.offset + 2 * run.word;
             let words = &mut frame[at..at + 2 * run.len];
-            let keep: u16 = if run.bit == 0 { 0 } else { u16::MAX };
-            for (w, v) in words
-                .chunks_exact_mut(2)
-                .zip(&values[run.done..run.done + run.len])
-            {
-                let field = ((v.get() >> sub.shift) & mask) << run.bit;
-                let old = u16::from_le_bytes([w[0], w[1]]) & keep;
-                w.copy_from_slice(&(old | field as u16).to_le_bytes());
+            let values = &values[run.done..run.done + run.len];
+            if run.bit == 0 {
+                pack_run::<L, false>(words, run.bit, mask, shift, values);
+            } else {
+                pack_run::<L, true>(words, run.bit, mask, shift, values);
             }
         }
+    }
+}
+
+/// One run of [`pack_range`]: word `i` of `words` gets (ORed in where `OR`, else stored) the
+/// field of `values[i]` from its bit `shift`, at `bit`; in 16-bit lanes (the field's bits are
+/// those of the 32-bit computation cut to 16).
+#[inline(always)]
+fn pack_run<L: Lane, const OR: bool>(
+    words: &mut [u8],
+    bit: u32,
+    mask: u16,
+    shift: u32,
+    values: &[L],
+) {
+    for (w, &v) in words.as_chunks_mut::<2>().0.iter_mut().zip(values) {
+        let field = (v.bits16(shift) & mask) << bit;
+        let old = if OR { u16::from_le_bytes(*w) } else { 0 };
+        *w = (old | field).to_le_bytes();
     }
 }
 

@@ -216,21 +216,45 @@ impl RankedCost for FrameBytes {
 }
 
 /// `out[q] = table[codes[q]]`: the symbol lookup (codes are below the table length by
-/// construction). Small tables (the usual 2- to 4-bit codes) use a chain of compares and
-/// selects, which vectorizes; larger ones a plain gather.
+/// construction). Small tables (the usual 2- to 4-bit codes) are looked up by compares, one
+/// per entry of a table of 4, 8 or 16 (a code past `symbols` gives 0), ORed in a loop that
+/// vectorizes; larger ones by a plain gather.
 #[inline(always)]
 pub fn lookup(codes: &[u8], table: &[u8; MAX_SYMBOLS], symbols: usize, out: &mut [u8]) {
-    if symbols <= 16 {
-        out.fill(0);
-        for (v, &x) in (0u8..).zip(&table[..symbols]) {
-            for (o, &c) in out.iter_mut().zip(codes) {
-                *o = if c == v { x } else { *o };
-            }
-        }
-    } else {
+    if super::COMPACT {
         for (o, &c) in out.iter_mut().zip(codes) {
             *o = table[usize::from(c)];
         }
+        return;
+    }
+    match symbols {
+        0..=4 => lookup_small::<4>(codes, table, symbols, out),
+        5..=8 => lookup_small::<8>(codes, table, symbols, out),
+        9..=16 => lookup_small::<16>(codes, table, symbols, out),
+        _ => {
+            for (o, &c) in out.iter_mut().zip(codes) {
+                *o = table[usize::from(c)];
+            }
+        }
+    }
+}
+
+/// [`lookup`] of a table of at most `N` symbols.
+#[inline(always)]
+fn lookup_small<const N: usize>(
+    codes: &[u8],
+    table: &[u8; MAX_SYMBOLS],
+    symbols: usize,
+    out: &mut [u8],
+) {
+    let mut small = [0u8; N];
+    small[..symbols].copy_from_slice(&table[..symbols]);
+    for (o, &c) in out.iter_mut().zip(codes) {
+        let mut x = 0;
+        for (v, &s) in (0u8..).zip(&small) {
+            x |= if c == v { s } else { 0 };
+        }
+        *o = x;
     }
 }
 
@@ -261,11 +285,41 @@ impl<'a> LevelCodes<'a> {
     }
 }
 
-/// The encoder's side of [`lookup`]: `out[q]` is the code of `x[q]` at this level.
+/// The encoder's side of [`lookup`]: `out[q]` is the code of `x[q]` at this level. Levels of
+/// at most 15 symbols (built by [`LevelCodes::new`]) are coded by compares with the symbols in
+/// a loop that vectorizes, larger ones by the table.
 #[inline(always)]
 pub fn rank_codes(x: &[u8], level: &LevelCodes, out: &mut [u8]) {
+    match level.symbols.len() {
+        1..=3 => rank_codes_small::<4>(x, level, out),
+        4..=7 => rank_codes_small::<8>(x, level, out),
+        8..=15 => rank_codes_small::<16>(x, level, out),
+        _ => {
+            for (o, &v) in out.iter_mut().zip(x) {
+                *o = level.code[usize::from(v)];
+            }
+        }
+    }
+}
+
+/// [`rank_codes`] of a level of fewer than `N` symbols: the escape code, XORed with
+/// `s ^ escape` where `x` is symbol `s` (the symbols are distinct; the slots past them repeat
+/// symbol 0 and its term, so an OR of the matches is the one term).
+#[inline(always)]
+fn rank_codes_small<const N: usize>(x: &[u8], level: &LevelCodes, out: &mut [u8]) {
+    let escape = level.escape();
+    let (mut symbols, mut terms) = ([level.symbols[0]; N], [escape; N]);
+    for (s, (symbol, term)) in (0u8..).zip(symbols.iter_mut().zip(&mut terms)) {
+        if let Some(&v) = level.symbols.get(usize::from(s)) {
+            (*symbol, *term) = (v, s ^ escape);
+        }
+    }
     for (o, &v) in out.iter_mut().zip(x) {
-        *o = level.code[usize::from(v)];
+        let mut t = 0;
+        for (&symbol, &term) in symbols.iter().zip(&terms) {
+            t |= if v == symbol { term } else { 0 };
+        }
+        *o = escape ^ t;
     }
 }
 
