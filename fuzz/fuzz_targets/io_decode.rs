@@ -130,8 +130,8 @@ fn run<const CAP: usize>(
                 stalls = if out.len() == before { stalls + 1 } else { 0 };
                 assert!(stalls < 8, "DecodeReader makes no progress");
             };
-            let at = reader.get_ref().at;
-            (out, at, result)
+            let (_decoder, inner) = reader.into_parts();
+            (out, inner.at, result)
         }
         _ => {
             let mut writer =
@@ -171,8 +171,8 @@ fn run<const CAP: usize>(
                     Err(e) => break Err(e),
                 }
             };
-            let out = std::mem::take(&mut writer.get_mut().out);
-            (out, at, result)
+            let (_decoder, inner) = writer.into_parts();
+            (inner.out, at, result)
         }
     }
 }

@@ -1,4 +1,5 @@
-//! The typed helpers (`encode_bf16`, `encode_f16`, `encode_f32` and their `decode_*`): the same
+//! The typed helpers (`encode_bf16`, `encode_f16`, `encode_f32` and their `decode_*`), and the
+//! `Vec` helpers (`encode_to_vec`, `decode_to_vec`, on streams announcing up to 4 MiB): the same
 //! bytes as `enec::encode` with the dtype set, and, on any stream (the fuzz bytes themselves,
 //! or a stream the helpers wrote), the output and the error of `enec::decode`, or
 //! `DtypeMismatch` for a stream of another dtype. Never a panic.
@@ -52,6 +53,7 @@ fuzz_target!(|input: &[u8]| {
         }
     };
     assert_eq!(r, Ok(n), "typed encoder and encode() disagree");
+    assert_eq!(enec::encode_to_vec(&options, data).as_deref(), Ok(&expected[..]), "encode_to_vec differs");
     assert!(out[..n] == expected[..], "typed encoder wrote other bytes");
     decode_all(&expected);
 });
@@ -63,6 +65,13 @@ fn decode_all(stream: &[u8]) {
     let total = header.map_or(64, |i| i.decoded_bytes().min(MAX_OUT)) as usize;
     let mut bytes = vec![0u8; total];
     let expected = decode(stream, &mut bytes);
+    // `decode_to_vec` allocates what the header says: only where that is small.
+    if header.is_err() || header.is_ok_and(|i| i.decoded_bytes() <= MAX_OUT) {
+        match enec::decode_to_vec(stream) {
+            Ok(v) => assert!(expected == Ok(v.len()) && v == bytes[..v.len()], "decode_to_vec differs"),
+            Err(e) => assert_eq!(expected, Err(e), "decode_to_vec and decode disagree"),
+        }
+    }
     for dtype in Dtype::ALL {
         let want = match header {
             Err(e) => Err(e),

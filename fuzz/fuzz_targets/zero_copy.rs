@@ -1,6 +1,6 @@
 //! The streaming codecs driven through their zero-copy calls (`input_buffer` + `commit_input`
 //! to feed, `pending_output` + `consume_output` to drain), mixed with slice calls, in
-//! fuzz-chosen chunk sizes: the encoder writes the one-shot stream's bytes; the decoder, on the
+//! fuzz-chosen chunk sizes (then `reset`): the encoder writes the one-shot stream's bytes; the decoder, on the
 //! stream or a damaged copy, hands out the one-shot output and ends with the one-shot error (as
 //! in `stream_split`). Never a panic, never an allocation, always progress.
 //!
@@ -116,6 +116,14 @@ fn zc_encode<const CAP: usize>(
     assert_eq!(at, data.len(), "encoder done before taking all input");
     assert_eq!(encoder.finish(), Ok(()));
     assert_eq!(encoder.bytes_out(), out.len() as u64);
+    assert_eq!(encoder.remaining_input(), 0);
+    assert_eq!(encoder.frames_encoded(), encoder.info().frame_count);
+    assert_eq!(encoder.options(), options);
+    // `reset` starts the same stream over.
+    let count = encoder.info().element_count;
+    encoder.reset(*options, count).expect("reset");
+    assert_eq!((encoder.bytes_in(), encoder.bytes_out(), encoder.frames_encoded()), (0, 0, 0));
+    assert!(!encoder.is_done() || count == 0);
     out
 }
 
@@ -183,6 +191,14 @@ fn zc_decode<const CAP: usize>(
     if result.is_ok() {
         assert_eq!(decoder.bytes_in(), at as u64);
         assert_eq!(decoder.bytes_out(), out.len() as u64);
+        let info = *decoder.info().expect("info once done");
+        assert_eq!(decoder.frames_decoded(), info.frame_count);
+        assert_eq!(Ok(info), enec::read_header(stream));
     }
+    // `reset` forgets the stream, the error included.
+    decoder.reset();
+    assert_eq!((decoder.bytes_in(), decoder.bytes_out(), decoder.frames_decoded()), (0, 0, 0));
+    assert!(decoder.info().is_none() && !decoder.is_done() && decoder.finish().is_err());
+    assert_eq!(decoder.needed_input(), enec::format::STREAM_HEADER_BYTES);
     (out, at, result)
 }
