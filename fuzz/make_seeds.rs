@@ -15,7 +15,7 @@
 //! - `DIR/container/`: checkpoint containers (FORMAT.md section 9) of raw and enec pieces, the
 //!   seeds of `container` (the `cli-*` ones are made by `make_cli_seeds.sh` with the `enec`
 //!   command and kept).
-//! - `DIR/TARGET/` for `parallel`, `parallel_container`, `wrapped`, `zero_copy`, `io_decode`,
+//! - `DIR/TARGET/` for `ascendc_diff`, `parallel`, `parallel_container`, `wrapped`, `zero_copy`, `io_decode`,
 //!   `io_encode`, `typed`, `container_writer` and `capi`: their config bytes before the real
 //!   data, its streams, or the containers above.
 //!
@@ -180,6 +180,11 @@ fn target_seeds(d: u8, c: u8, body: &[u8], stream: &[u8]) -> Vec<(&'static str, 
         ("io_encode", with(&[d, 0, c, 0, c + 3 * (d % 2), 5, 255, 33, 2], body)),
         ("typed", with(&[d, 0, c, 0], body)),
         ("typed", with(&[d, 0, c, 1], stream)),
+        // ascendc_diff: byte 1 bits 3-7 the mode: both encoders (two model launches), the
+        // AscendC decoder on the Rust stream, a flipped bit (one launch each).
+        ("ascendc_diff", with(&[d, 0, c, 0], body)),
+        ("ascendc_diff", with(&[d, 8 << 3, c, 0], body)),
+        ("ascendc_diff", with(&[d, 16 << 3, c, 0], body)),
         // dtype, frames of 1,024, coding, checksums, chunk sizes.
         ("capi", with(&[0, d + 1, 1, c, 1, 40, 255], body)),
         ("capi", with(&[0, 0, 1, c, 1, 40, 255], stream)),

@@ -59,7 +59,6 @@ nice -n "$nice_level" cargo +nightly fuzz build
 seeds_of() {
     case "$1" in
         decode | no_output_leak) echo seeds/streams ;;
-        ascendc_diff) echo seeds/roundtrip ;;
         *) echo "seeds/$1" ;;
     esac
 }
