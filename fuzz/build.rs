@@ -27,6 +27,12 @@ fn main() {
         .include(root.join("kernel"))
         .file("ascendc/shim.cpp")
         .warnings(false)
+        // Linked into `ascendc_diff` alone: the AscendC kernels define C symbols
+        // (`enec_decode`, `enec_encode`) that the C ABI (`capi` target) defines too.
+        .cargo_metadata(false)
         .compile("enec_ascendc_shim");
+    let out = std::env::var("OUT_DIR").expect("OUT_DIR");
+    println!("cargo::rustc-link-arg-bin=ascendc_diff={out}/libenec_ascendc_shim.a");
+    println!("cargo::rustc-link-arg-bin=ascendc_diff=-lstdc++");
     println!("cargo::rustc-cfg=enec_ascendc");
 }

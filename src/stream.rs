@@ -199,7 +199,15 @@ impl Iterator for Frames<'_> {
             self.index,
             elements,
             rest,
-        );
+        )
+        .map_err(|e| match e {
+            // In stream positions, as `decode` reports it.
+            Error::Truncated { needed, .. } => Error::Truncated {
+                needed: (self.offset as u64).saturating_add(needed),
+                available: self.stream.len() as u64,
+            },
+            other => other,
+        });
         let result = checked.and_then(|(h, layout)| {
             let bytes = layout.bytes;
             if rest.len() < bytes {

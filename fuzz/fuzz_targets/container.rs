@@ -11,9 +11,8 @@
 //! reach the rules behind the checks.
 #![no_main]
 
-use enec::checksum::h32;
-use enec::container::{Container, Footer, PieceKind, FOOTER_BYTES};
-use enec_fuzz::no_alloc;
+use enec::container::{Container, PieceKind};
+use enec_fuzz::{fix_container_checks as fix_checks, no_alloc};
 use libfuzzer_sys::fuzz_target;
 
 const MAX_OUT: usize = 1 << 22;
@@ -25,24 +24,6 @@ fuzz_target!(|input: &[u8]| {
         check(&fixed);
     }
 });
-
-/// Recomputes the container header check, the index checksum and the footer check.
-fn fix_checks(file: &mut [u8]) -> bool {
-    if file.len() < 64 {
-        return false;
-    }
-    let check = h32(&file[..28]);
-    file[28..32].copy_from_slice(&check.to_le_bytes());
-    let at = file.len() - FOOTER_BYTES;
-    let word = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
-    let (offset, len) = (word(file, at), word(file, at + 8));
-    let Some(end) = offset.checked_add(len).filter(|&e| e <= at as u64) else {
-        return true;
-    };
-    let footer = Footer::new(offset, &file[offset as usize..end as usize]).to_bytes();
-    file[at..].copy_from_slice(&footer);
-    true
-}
 
 fn check(file: &[u8]) {
     let Ok(container) = no_alloc("Container::parse", || Container::parse(file)) else {

@@ -178,6 +178,27 @@ pub fn fix_header_check(stream: &mut [u8]) -> bool {
     true
 }
 
+/// Recomputes a container's header check, index checksum and footer check (from the footer's
+/// own offsets), so that mutations reach the rules behind the checks; false when `file` is too
+/// short for a header and a footer.
+pub fn fix_container_checks(file: &mut [u8]) -> bool {
+    use enec::container::{Footer, FOOTER_BYTES};
+    if file.len() < 64 {
+        return false;
+    }
+    let check = enec::checksum::h32(&file[..28]);
+    file[28..32].copy_from_slice(&check.to_le_bytes());
+    let at = file.len() - FOOTER_BYTES;
+    let word = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+    let (offset, len) = (word(file, at), word(file, at + 8));
+    let Some(end) = offset.checked_add(len).filter(|&e| e <= at as u64) else {
+        return true;
+    };
+    let footer = Footer::new(offset, &file[offset as usize..end as usize]).to_bytes();
+    file[at..].copy_from_slice(&footer);
+    true
+}
+
 // ---------------------------------------------------------------------------------------------
 // Pre-filled buffers
 // ---------------------------------------------------------------------------------------------
@@ -389,6 +410,23 @@ pub mod streaming {
         max_out: usize,
     ) {
         let (out, at, result) = stream_decode_only::<CAP>(stream, chunks, max_out);
+        compare_with_one_shot(stream, expected, one_shot, original, checksums, out, at, result);
+    }
+
+    /// Compares what a streaming decode of `stream` handed out (`out`), the stream bytes it
+    /// consumed (`at`) and how it ended (`result`) with the one-shot decoder's `expected` result
+    /// and `one_shot` output, as [`stream_decode`] describes.
+    #[allow(clippy::too_many_arguments)]
+    pub fn compare_with_one_shot(
+        stream: &[u8],
+        expected: Option<Result<usize, Error>>,
+        one_shot: &[u8],
+        original: Option<&[u8]>,
+        checksums: bool,
+        out: Vec<u8>,
+        at: usize,
+        result: Result<(), Error>,
+    ) {
         // Output handed out before any error was verified: with checksums it is the original's.
         if let (true, Some(original)) = (checksums, original) {
             assert!(
@@ -428,6 +466,84 @@ pub mod streaming {
                     "streaming and one-shot decoders report different errors"
                 );
             }
+        }
+    }
+}
+
+/// Inner readers and writers for the `enec::io` adapters, taking or giving fuzz-chosen chunks.
+pub mod io {
+    use crate::streaming::Chunks;
+
+    /// Reads `data` in the sizes `chunks` gives (at least 1 byte while any is left); `at` is
+    /// how far it has been read.
+    pub struct ChunkedReader<'a> {
+        pub data: &'a [u8],
+        pub at: usize,
+        chunks: Chunks,
+    }
+
+    impl<'a> ChunkedReader<'a> {
+        pub fn new(data: &'a [u8], chunks: Chunks) -> Self {
+            ChunkedReader { data, at: 0, chunks }
+        }
+        fn take(&mut self, buf: &mut [u8]) -> usize {
+            let left = (self.data.len() - self.at).min(buf.len());
+            let n = self.chunks.next(left).max(1).min(left);
+            buf[..n].copy_from_slice(&self.data[self.at..self.at + n]);
+            self.at += n;
+            n
+        }
+    }
+
+    impl embedded_io::ErrorType for ChunkedReader<'_> {
+        type Error = core::convert::Infallible;
+    }
+    impl embedded_io::Read for ChunkedReader<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> Result<usize, core::convert::Infallible> {
+            Ok(self.take(buf))
+        }
+    }
+    impl std::io::Read for ChunkedReader<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            Ok(self.take(buf))
+        }
+    }
+
+    /// Collects what is written into `out`, taking at most what `chunks` gives per call (at
+    /// least 1 byte).
+    pub struct ChunkedWriter {
+        pub out: Vec<u8>,
+        chunks: Chunks,
+    }
+
+    impl ChunkedWriter {
+        pub fn new(chunks: Chunks) -> Self {
+            ChunkedWriter { out: Vec::new(), chunks }
+        }
+        fn put(&mut self, buf: &[u8]) -> usize {
+            let n = self.chunks.next(buf.len()).max(1).min(buf.len());
+            self.out.extend_from_slice(&buf[..n]);
+            n
+        }
+    }
+
+    impl embedded_io::ErrorType for ChunkedWriter {
+        type Error = core::convert::Infallible;
+    }
+    impl embedded_io::Write for ChunkedWriter {
+        fn write(&mut self, buf: &[u8]) -> Result<usize, core::convert::Infallible> {
+            Ok(self.put(buf))
+        }
+        fn flush(&mut self) -> Result<(), core::convert::Infallible> {
+            Ok(())
+        }
+    }
+    impl std::io::Write for ChunkedWriter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            Ok(self.put(buf))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
         }
     }
 }

@@ -163,3 +163,24 @@ fn ascendc_refuses_reserved_stream_header_bytes() {
         );
     }
 }
+
+/// Fuzz target `wrapped` (fuzz_targets/wrapped.rs, "frame-by-frame decoding and decode
+/// disagree"): a stream cut inside a frame header. `frames()` reported the header's truncation
+/// in positions within the frame (`needed 32, available 13`) where `decode` reports stream
+/// positions (`needed 64, available 45`), as `frames()` itself does for a cut frame body.
+#[test]
+fn frames_reports_a_cut_frame_header_in_stream_positions() {
+    let stream = small_stream(1500);
+    let cut = &stream[..32 + 13];
+    let mut out = vec![0u8; 2 * 1500];
+    let expected = decode(cut, &mut out).unwrap_err();
+    assert_eq!(
+        expected,
+        enec::Error::Truncated {
+            needed: 64,
+            available: 45
+        }
+    );
+    let first = enec::frames(cut).unwrap().next().unwrap();
+    assert_eq!(first, Err(expected));
+}
