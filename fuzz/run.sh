@@ -71,6 +71,8 @@ max_len_of() {
 
 # Findings already there before this run are not reported as new.
 findings() {
+    # A fresh checkout has no artifacts folder yet: no findings.
+    [[ -d artifacts ]] || return 0
     find artifacts -type f \( -name 'crash-*' -o -name 'timeout-*' -o -name 'oom-*' \
         -o -name 'leak-*' -o -name 'slow-unit-*' \) 2>/dev/null | sort
 }
