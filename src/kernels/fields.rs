@@ -4,8 +4,9 @@
 use crate::format::Dtype;
 
 /// Elements the frame loops process per step; sizes their stack scratch (the decoder's is about
-/// `CHUNK * 20` bytes, `examples/stack_usage.rs`).
-pub const CHUNK: usize = 1024;
+/// `CHUNK * 20` bytes, `examples/stack_usage.rs`). Bare-metal targets (`COMPACT`) step
+/// 256 at a time, to keep the decoder's stack small; the bytes are the same at any step.
+pub const CHUNK: usize = if super::COMPACT { 256 } else { 1024 };
 
 /// How an element splits into exponent and residual (sign and the live mantissa bits).
 #[derive(Clone, Copy, Debug)]
