@@ -273,8 +273,9 @@ impl<'a> LevelCodes<'a> {
     /// The codes of a level with these `symbols` (distinct; fewer than [`MAX_SYMBOLS`]).
     pub fn new(symbols: &'a [u8]) -> LevelCodes<'a> {
         let mut code = [symbols.len() as u8; MAX_SYMBOLS];
-        for (s, &symbol) in (0u8..).zip(symbols) {
-            code[usize::from(symbol)] = s;
+        // `enumerate`, not `(0u8..).zip`: with 255 symbols the u8 range would step past 255.
+        for (s, &symbol) in symbols.iter().enumerate() {
+            code[usize::from(symbol)] = s as u8;
         }
         LevelCodes { symbols, code }
     }
@@ -348,6 +349,19 @@ pub fn resolve_store<const B: usize, L: Lane>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A level of 255 symbols (the most a level holds) codes each symbol by its rank and every
+    /// other exponent as the escape, 255.
+    #[test]
+    fn level_codes_of_255_symbols() {
+        let symbols: [u8; 255] = core::array::from_fn(|i| (i as u8).wrapping_add(7));
+        let level = LevelCodes::new(&symbols);
+        for (rank, &symbol) in symbols.iter().enumerate() {
+            assert_eq!(level.code[usize::from(symbol)], rank as u8);
+        }
+        assert_eq!(level.code[6], 255);
+        assert_eq!(level.escape(), 255);
+    }
 
     /// `present_range` agrees with a scan one count at a time, on every length up to 40 and
     /// every placement of up to two present values.
