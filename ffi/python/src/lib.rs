@@ -510,6 +510,37 @@ impl Checkpoint {
         .map_err(enec_error)
     }
 
+    /// Decodes tensors into caller memory: `parts` holds, for each, its position in
+    /// `tensors()`, the address of a writable, contiguous block of memory of the tensor's byte
+    /// length, kept alive by the caller, and that length. Small tensors and the frames of large
+    /// ones are shared among the checkpoint's threads, the GIL released; the first error in
+    /// the order of `parts` is raised.
+    fn decode_tensors_into(&self, py: Python<'_>, parts: Vec<(usize, usize, u64)>) -> PyResult<()> {
+        let mut checked = Vec::with_capacity(parts.len());
+        for (index, address, length) in parts {
+            let (number, entry) = self
+                .tensors
+                .get(index)
+                .ok_or_else(|| PyValueError::new_err(format!("no tensor number {index}")))?;
+            let len = self.memory_for(address, length, entry.original_len, || {
+                entry.describe().to_string()
+            })?;
+            checked.push((*number, entry.clone(), address, len));
+        }
+        let threads = self.threads;
+        py.allow_threads(|| {
+            let parts = checked
+                .into_iter()
+                .map(|(number, entry, address, len)| {
+                    // SAFETY: checked by `memory_for`, promised by the caller.
+                    (number, entry, unsafe { caller_memory(address, len) })
+                })
+                .collect();
+            decode::entries(&self.name, &self.container, parts, threads)
+        })
+        .map_err(enec_error)
+    }
+
     /// The original file's length in bytes.
     fn original_len(&self) -> u64 {
         self.container.original_len()

@@ -212,6 +212,60 @@ def test_save_file_holds_one_tensor_at_a_time(tmp_path):
     assert all(restored[k].tobytes() == a.tobytes() for k, a in tensors.items())
 
 
+def own_memory(array: np.ndarray) -> int:
+    """The bytes of the allocation an array is a view of (its own, when it has one of its own)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array.nbytes if array.base is None else memoryview(array.base).nbytes
+
+
+def test_loaded_arrays_have_memory_of_their_own(checkpoint):
+    _, compressed = checkpoint
+    with enec.safe_open(compressed, framework="np") as f:
+        loaded = [f.get_tensors(), {name: f.get_tensor(name) for name in f.keys()}]
+    loaded += [enec.numpy.load_file(compressed), enec.numpy.load(compressed.read_bytes())]
+    for arrays in loaded:
+        assert_same(arrays, every_dtype())
+        for name, array in arrays.items():
+            assert own_memory(array) == array.nbytes, name
+            assert array.flags.writeable and array.flags.c_contiguous, name
+
+
+def owner(array: np.ndarray) -> np.ndarray:
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
+
+
+def test_a_kept_array_keeps_only_its_own_memory(tmp_path):
+    """Dropping the dict but one small array gives the rest back (they were views of one
+    buffer the size of the file, all kept alive by any one of them)."""
+    import gc
+    import weakref
+
+    rng = np.random.default_rng(3)
+    weights = (np.frombuffer(rng.bytes(40 << 20), np.uint16) & np.uint16(0x80FF)) | np.uint16(0x3C00)
+    tensors = {f"w{i}": (weights ^ np.uint16(i)).view(ml_dtypes.bfloat16) for i in range(2)}
+    tensors["bias"] = np.ones(384, np.float32)
+    del weights
+    path = tmp_path / "model.enec"
+    enec.numpy.save_file(tensors, path)
+    large = tensors["w0"].nbytes + tensors["w1"].nbytes
+    del tensors
+    gc.collect()
+    linux = sys.platform == "linux"
+    loaded = enec.numpy.load_file(path)
+    rss = status_bytes("VmRSS") if linux else 0
+    owners = [weakref.ref(owner(loaded[name])) for name in ("w0", "w1")]
+    bias = loaded["bias"]
+    del loaded
+    gc.collect()
+    assert all(o() is None for o in owners)
+    if linux:  # allocations this large are mapped for themselves, and unmapped when freed
+        assert rss - status_bytes("VmRSS") > large * 0.9
+    assert bias.tolist() == [1.0] * 384
+
+
 def test_safe_open(checkpoint):
     _, compressed = checkpoint
     expected = every_dtype()

@@ -118,6 +118,24 @@ def test_a_save_failing_midway_keeps_the_old_file(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["model.enec"]
 
 
+def test_loaded_tensors_have_storage_of_their_own(files, tmp_path):
+    tensors, _, compressed = files
+    with enec.safe_open(compressed, framework="pt") as f:
+        loaded = [f.get_tensors(), {name: f.get_tensor(name) for name in f.keys()}]
+    loaded += [enec.torch.load_file(compressed), enec.torch.load(compressed.read_bytes())]
+    for got in loaded:
+        assert_same(got, tensors)
+        for name, tensor in got.items():
+            nbytes = tensor.numel() * tensor.element_size()
+            assert tensor.untyped_storage().nbytes() == nbytes, name
+            assert tensor.storage_offset() == 0 and tensor.is_contiguous(), name
+    # torch.save of one small tensor writes its bytes, not the file's.
+    small = loaded[2]["w.f64"]
+    torch.save(small, tmp_path / "small.pt")
+    assert (tmp_path / "small.pt").stat().st_size < small.numel() * 8 + 2048
+    assert small.numel() * 8 + 2048 < compressed.stat().st_size  # the file is large enough
+
+
 def test_safe_open_reads_one_tensor(files, tmp_path):
     tensors, _, compressed = files
     offset, length = payload(compressed, "w.f16")

@@ -59,6 +59,9 @@ class Checkpoint:
         """The original safetensors header: its 8-byte length and its JSON."""
     def decode_tensor_into(self, index: int, address: int, length: int) -> None:
         """Decodes tensor ``index`` into caller-owned, writable, contiguous memory."""
+    def decode_tensors_into(self, parts: List[Tuple[int, int, int]]) -> None:
+        """Decodes tensors (index, address, length) each into caller-owned, writable,
+        contiguous memory of its own, with one call."""
     def decode_all_into(self, address: int, length: int) -> None:
         """Restores the whole original file into caller-owned, writable, contiguous memory."""
 

@@ -76,12 +76,11 @@ _SAVED_DTYPES = {
 
 
 class Framework:
-    """Makes arrays of one framework out of decoded bytes.
+    """Makes the arrays of one framework that the decoder fills.
 
-    ``bytes(n)``: a new, uninitialized byte array of ``n`` bytes, and the address of its memory.
-    ``view(buffer, offset, nbytes, what, dtype, shape)``: the array of dtype ``dtype`` and shape
-    ``shape`` held in the ``nbytes`` bytes at ``offset`` of ``buffer`` (``what`` names it in
-    errors).
+    ``empty(what, dtype, shape, nbytes)``: a new, uninitialized array of the safetensors dtype
+    ``dtype`` and shape ``shape``, which the file holds in ``nbytes`` bytes (``what`` names it in
+    errors), with memory of its own, and the address of that memory.
     ``dtype(what, dtype)``: the framework's dtype of the safetensors dtype ``dtype`` (torch only).
     ``device(device)``: ``device`` checked (a ``ValueError`` when arrays cannot go there), in
     the form ``to_device`` takes.
@@ -93,8 +92,7 @@ class Framework:
     CPU memory, and their address (only one array's copy at a time, where one is needed).
     """
 
-    bytes: Callable[[int], Tuple[Any, int]]
-    view: Callable[[Any, int, int, str, str, Sequence[int]], Any]
+    empty: Callable[[str, str, Sequence[int], int], Tuple[Any, int]]
     dtype: Callable[[str, str], Any]
     device: Callable[[Any], Any]
     to_device: Callable[[Any, Any], Any]
@@ -116,13 +114,11 @@ def elements(what: str, dtype: str, shape: Sequence[int], itemsize: int, nbytes:
     return count
 
 
-def _numpy_bytes(n: int) -> Tuple[Any, int]:
-    import numpy as np
-
-    # numpy asks the kernel for huge pages for large arrays: a fresh buffer then costs a few
-    # page faults instead of one per 4 KiB.
-    buffer = np.empty(n, dtype=np.uint8)
-    return buffer, buffer.__array_interface__["data"][0]
+def _numpy_empty(np: Any, shape: Sequence[int], dtype: Any) -> Tuple[Any, int]:
+    # numpy asks the kernel for huge pages for large arrays: a fresh one then costs a few page
+    # faults instead of one per 4 KiB.
+    array = np.empty(shape, dtype=dtype)
+    return array, array.__array_interface__["data"][0]
 
 
 def _numpy_dtype(np: Any, what: str, dtype: str) -> Any:
@@ -173,12 +169,10 @@ def numpy_framework() -> Framework:
         array = np.ascontiguousarray(array)
         return array, array.__array_interface__["data"][0]
 
-    def view(
-        buffer: Any, offset: int, nbytes: int, what: str, dtype: str, shape: Sequence[int]
-    ) -> Any:
+    def empty(what: str, dtype: str, shape: Sequence[int], nbytes: int) -> Tuple[Any, int]:
         found = _numpy_dtype(np, what, dtype)
-        count = elements(what, dtype, shape, found.itemsize, nbytes)
-        return np.frombuffer(buffer, dtype=found, count=count, offset=offset).reshape(shape)
+        elements(what, dtype, shape, found.itemsize, nbytes)
+        return _numpy_empty(np, shape, found)
 
     def device(device: Any) -> Any:
         if device != "cpu":
@@ -186,8 +180,7 @@ def numpy_framework() -> Framework:
         return device
 
     f = Framework()
-    f.bytes = _numpy_bytes
-    f.view = view
+    f.empty = empty
     f.device = device
     f.to_device = lambda array, device: array
     f.check_save = check_save
@@ -202,27 +195,22 @@ def torch_framework() -> Framework:
     except ImportError:
         raise ImportError("enec.torch needs PyTorch: pip install torch") from None
 
-    def buffer(n: int) -> Tuple[Any, int]:
-        array, address = _numpy_bytes(n)  # numpy's huge pages: twice as fast to fill here
-        return torch.from_numpy(array), address
-
     def torch_dtype(what: str, dtype: str) -> Any:
         found = getattr(torch, _TORCH_DTYPES.get(dtype, ""), None)
         if not isinstance(found, torch.dtype):
             raise EnecError(f"{what}: dtype {dtype!r} has no equivalent in this torch")
         return found
 
-    def view(
-        buffer: Any, offset: int, nbytes: int, what: str, dtype: str, shape: Sequence[int]
-    ) -> Any:
+    def empty(what: str, dtype: str, shape: Sequence[int], nbytes: int) -> Tuple[Any, int]:
         found = torch_dtype(what, dtype)
         elements(what, dtype, shape, found.itemsize, nbytes)
         if nbytes == 0:
-            return torch.empty(shape, dtype=found)  # torch cannot view an empty byte buffer
-        piece = buffer[offset : offset + nbytes]
-        if offset % found.itemsize:
-            piece = piece.clone()  # torch views need aligned elements
-        return piece.view(found).reshape(shape)
+            return torch.empty(shape, dtype=found), 0  # torch cannot view an empty byte array
+        import numpy as np
+
+        # numpy's huge pages: twice as fast to fill here as torch.empty's memory.
+        array, address = _numpy_empty(np, nbytes, np.uint8)
+        return torch.from_numpy(array).view(found).reshape(shape), address
 
     def device(device: Any) -> Any:
         try:
@@ -298,8 +286,7 @@ def torch_framework() -> Framework:
         return tensor, tensor.data_ptr() if tensor.numel() else 0
 
     f = Framework()
-    f.bytes = buffer
-    f.view = view
+    f.empty = empty
     f.dtype = torch_dtype
     f.check_save = check_save
     f.saved = saved
@@ -334,27 +321,28 @@ def load_one(
     """Tensor ``index`` of ``checkpoint`` (whose ``tensors()`` is ``tensors``), decoded alone
     into an array of its own, frames in parallel, the GIL released."""
     name, dtype, shape, nbytes = tensors[index][:4]
-    buffer, address = framework.bytes(nbytes)
+    array, address = framework.empty(f'tensor "{name}"', dtype, shape, nbytes)
     checkpoint.decode_tensor_into(index, address, nbytes)
-    return framework.to_device(
-        framework.view(buffer, 0, nbytes, f'tensor "{name}"', dtype, shape), device
-    )
+    return framework.to_device(array, device)
 
 
 def load_all(
     checkpoint: Any, tensors: Tensors, framework: Framework, device: Any
 ) -> Dict[str, Any]:
-    """Every tensor of ``checkpoint``, by name, in file order: the original file restored into
-    one byte array (small tensors and the frames of large ones shared among the threads alike),
-    each tensor a view of it, as ``safetensors`` returns views of one mapped file."""
-    length = checkpoint.original_len()
-    buffer, address = framework.bytes(length)
-    checkpoint.decode_all_into(address, length)
-    loaded = {}
-    for name, dtype, shape, nbytes, offset in (t[:5] for t in tensors):
-        array = framework.view(buffer, offset, nbytes, f'tensor "{name}"', dtype, shape)
-        loaded[name] = framework.to_device(array, device)
-    return loaded
+    """Every tensor of ``checkpoint``, by name, in file order, each decoded into an array with
+    memory of its own (one tensor kept alive holds only its own bytes), all with one call:
+    small tensors and the frames of large ones shared among the threads alike, the GIL
+    released."""
+    arrays = []
+    parts = []
+    for index, (name, dtype, shape, nbytes) in enumerate(t[:4] for t in tensors):
+        array, address = framework.empty(f'tensor "{name}"', dtype, shape, nbytes)
+        arrays.append(array)
+        parts.append((index, address, nbytes))
+    checkpoint.decode_tensors_into(parts)
+    return {
+        t[0]: framework.to_device(array, device) for t, array in zip(tensors, arrays)
+    }
 
 
 def save_file(
