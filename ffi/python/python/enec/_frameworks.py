@@ -359,7 +359,7 @@ def save_file(
 
     if not isinstance(tensors, dict):
         raise ValueError(f"Expected a dict of [str, tensor] but received {type(tensors)}")
-    f = globals()[f"{framework}_framework"]()
+    f = numpy_framework() if framework == "numpy" else torch_framework()
     f.check_save(tensors)
     arrays = list(tensors.values())
     specs = [(name, *f.saved(name, array)) for name, array in tensors.items()]
