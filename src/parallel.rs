@@ -149,6 +149,34 @@ pub fn decode_container_into(
     decode_in_place(jobs, out, threads)
 }
 
+/// Restores entries of `container`, each into memory of its own: `parts` holds entry numbers,
+/// their entries and the memory each is restored into (the start of it: `original_len` bytes),
+/// on `threads` threads, verifying checksums. Small entries and the frames of large ones are
+/// shared among the threads alike, as [`decode_container_into`] shares them. The first error in
+/// the order of `parts` is returned, as a loop over [`Container::decode_entry`] would.
+pub fn decode_entries_into(
+    container: &Container<'_>,
+    parts: Vec<(u64, Entry<'_>, &mut [u8])>,
+    threads: usize,
+) -> ContainerResult<()> {
+    let jobs = parts.into_iter().flat_map(|(number, entry, out)| {
+        let (jobs, out) = match entry.original_in(number, out) {
+            Ok(out) => (EntryJobs::new(container, number, &entry, 0, RUN_BYTES), out),
+            Err(error) => {
+                let fail = Job {
+                    start: 0,
+                    len: 0,
+                    source: 0..0,
+                    work: Work::Fail(error),
+                };
+                (EntryJobs::One(Some(fail)), &mut [][..])
+            }
+        };
+        Carve::new(jobs, out)
+    });
+    run(jobs, threads, || (), |(), (job, out)| job.run_into(out))
+}
+
 /// [`decode_container_into`] through `write`, as [`decode_with`] does for a bare stream: every
 /// restored run of bytes is handed to `write` with its offset in the original file, from
 /// several threads at once and in no particular order (verbatim pieces straight from the

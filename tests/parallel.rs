@@ -239,6 +239,16 @@ fn corrupt_payloads_fail_as_in_the_serial_reader() {
             if expected.is_ok() {
                 assert!(serial == parallel);
             }
+            let mut outs: Vec<Vec<u8>> = entries
+                .iter()
+                .map(|(_, e)| vec![0u8; e.original_len as usize])
+                .collect();
+            let parts = bad_c
+                .entries()
+                .zip(outs.iter_mut())
+                .map(|((number, entry), out)| (number, entry, &mut out[..]))
+                .collect();
+            assert_eq!(parallel::decode_entries_into(&bad_c, parts, 3), expected);
             checked += expected.is_err() as usize;
         }
     }
@@ -351,4 +361,38 @@ fn random_damage_fails_as_in_the_serial_decoder() {
         failed += same_decode(&bad[..cut], input.len(), 1 + next(4)).is_err() as usize;
     }
     assert!(failed > 150, "most damage is detected: {failed} of 300");
+}
+
+#[test]
+fn entries_restore_into_memory_of_their_own() {
+    let (file, original) = container();
+    let c = Container::parse(&file).unwrap();
+    let entries: Vec<_> = c.entries().collect();
+    for threads in [1, 2, 4] {
+        // Every entry, last first, each into a buffer of its own (one byte too many).
+        let mut outs: Vec<Vec<u8>> = entries
+            .iter()
+            .rev()
+            .map(|(_, e)| vec![0u8; e.original_len as usize + 1])
+            .collect();
+        let parts = entries
+            .iter()
+            .rev()
+            .zip(outs.iter_mut())
+            .map(|((number, entry), out)| (*number, entry.clone(), &mut out[..]))
+            .collect();
+        parallel::decode_entries_into(&c, parts, threads).unwrap();
+        for ((_, entry), out) in entries.iter().rev().zip(&outs) {
+            let (at, len) = (entry.original_offset as usize, entry.original_len as usize);
+            assert!(out[..len] == original[at..at + len]);
+        }
+    }
+    let (number, entry) = entries[1].clone();
+    let mut small = vec![0u8; entry.original_len as usize - 1];
+    assert_eq!(
+        parallel::decode_entries_into(&c, vec![(number, entry.clone(), &mut small[..])], 2),
+        Err(ContainerError::OutputTooSmall {
+            needed: entry.original_len
+        })
+    );
 }

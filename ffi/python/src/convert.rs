@@ -55,38 +55,63 @@ pub fn compress<W: Write>(
     let mut stream = Vec::new();
     for piece in &pieces {
         let bytes = &data[piece.start as usize..piece.end as usize];
-        writer.begin()?;
-        let (kind, checksum) = match piece.enec {
-            None => {
-                writer.payload(bytes)?;
-                (PieceKind::Raw, enec::wrapped::piece_checksum(bytes))
-            }
-            Some(dtype) => {
-                let options = EncodeOptions { dtype, ..*options };
-                let failed = |e: enec::Error| format!("{name}: {}: {e}", what(piece));
-                stream.resize(
-                    enec::max_encoded_size(&options, bytes.len()).map_err(failed)?,
-                    0,
-                );
-                let n = decode::encode(&options, bytes, &mut stream, threads).map_err(failed)?;
-                writer.payload(&stream[..n])?;
-                (PieceKind::Enec, 0)
-            }
-        };
-        let (name, dtype, shape) = piece.tensor.as_ref().map_or(("", "", &[][..]), |t| {
-            (t.name.as_str(), t.dtype.as_str(), t.shape.as_slice())
-        });
-        let original_len = piece.end - piece.start;
-        writer.end(PieceMeta {
-            kind,
+        write_piece(
             name,
-            dtype,
-            shape,
-            original_len,
-            checksum,
-        })?;
+            &mut writer,
+            piece,
+            bytes,
+            options,
+            threads,
+            &mut stream,
+        )?;
     }
     Ok(writer.finish()?)
+}
+
+/// Writes `piece` of the original file, whose bytes are `bytes`, to `writer`: BF16, F16 and F32
+/// tensors encoded (in `stream`, grown to the largest one), other pieces verbatim. `name` is
+/// the file, for messages.
+pub fn write_piece<W: Write>(
+    name: &str,
+    writer: &mut Writer<W>,
+    piece: &Piece,
+    bytes: &[u8],
+    options: &EncodeOptions,
+    threads: usize,
+    stream: &mut Vec<u8>,
+) -> Result<(), Failure> {
+    writer.begin()?;
+    let (kind, checksum) = match piece.enec {
+        None => {
+            writer.payload(bytes)?;
+            (PieceKind::Raw, enec::wrapped::piece_checksum(bytes))
+        }
+        Some(dtype) => {
+            let options = EncodeOptions { dtype, ..*options };
+            let failed = |e: enec::Error| format!("{name}: {}: {e}", what(piece));
+            let bound = enec::max_encoded_size(&options, bytes.len()).map_err(failed)?;
+            if stream.len() < bound {
+                stream.resize(bound, 0);
+            }
+            let n =
+                decode::encode(&options, bytes, &mut stream[..bound], threads).map_err(failed)?;
+            writer.payload(&stream[..n])?;
+            (PieceKind::Enec, 0)
+        }
+    };
+    let (name, dtype, shape) = piece.tensor.as_ref().map_or(("", "", &[][..]), |t| {
+        (t.name.as_str(), t.dtype.as_str(), t.shape.as_slice())
+    });
+    let original_len = piece.end - piece.start;
+    writer.end(PieceMeta {
+        kind,
+        name,
+        dtype,
+        shape,
+        original_len,
+        checksum,
+    })?;
+    Ok(())
 }
 
 /// How the messages name a piece of the original file.

@@ -29,6 +29,17 @@ pub fn entry(
         .map_err(|e| message(name, container, e))
 }
 
+/// Restores entries of `container` each into its memory (`parts`: entry number, entry, memory).
+pub fn entries(
+    name: &str,
+    container: &Container<'_>,
+    parts: Vec<(u64, Entry<'_>, &mut [u8])>,
+    threads: usize,
+) -> Result<(), String> {
+    parallel::decode_entries_into(container, parts, threads)
+        .map_err(|e| message(name, container, e))
+}
+
 /// Restores the whole original file of `container` into `out` (its `original_len` bytes).
 pub fn container(
     name: &str,

@@ -20,6 +20,7 @@ mod convert;
 use convert::Failure;
 mod decode;
 mod header;
+mod save;
 // The CLI's safetensors reader: the same file, so both read checkpoints identically.
 #[allow(dead_code)]
 #[path = "../../../src/bin/enec/safetensors.rs"]
@@ -73,9 +74,7 @@ fn write_atomically<T>(
     path: &Path,
     write: impl FnOnce(&mut BufWriter<&File>) -> Result<T, Failure>,
 ) -> PyResult<T> {
-    let mut partial = path.as_os_str().to_owned();
-    partial.push(format!(".partial-{}", std::process::id()));
-    let partial = PathBuf::from(partial);
+    let partial = partial_path(path);
     let file = File::create(&partial).map_err(|e| os_error(path, e))?;
     let written = write(&mut BufWriter::with_capacity(1 << 20, &file)).and_then(|value| {
         file.sync_all()?;
@@ -84,11 +83,23 @@ fn write_atomically<T>(
     });
     written.map_err(|failure| {
         let _ = std::fs::remove_file(&partial);
-        match failure {
-            Failure::Input(message) => enec_error(message),
-            Failure::Write(e) => os_error(path, e),
-        }
+        failure_error(path, failure)
     })
+}
+
+/// The temporary file in which `path` is written before it is renamed.
+fn partial_path(path: &Path) -> PathBuf {
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(format!(".partial-{}", std::process::id()));
+    PathBuf::from(partial)
+}
+
+/// The Python exception of a failure to write `path`.
+fn failure_error(path: &Path, failure: Failure) -> PyErr {
+    match failure {
+        Failure::Input(message) => enec_error(message),
+        Failure::Write(e) => os_error(path, e),
+    }
 }
 
 /// The `threads` keyword: a number of worker threads, at least 1.
@@ -218,6 +229,124 @@ fn decompress_file(
             convert::decompress(&name, &data, self::threads(threads), out)
         })
     })
+}
+
+/// A checkpoint being written tensor by tensor into a temporary file beside `path`, renamed
+/// to `path` by `finish` and removed by `abort` (or when dropped unfinished).
+#[pyclass(module = "enec._enec")]
+struct CheckpointWriter {
+    path: PathBuf,
+    partial: PathBuf,
+    order: Vec<usize>,
+    /// The saving and the file it writes (a second handle, to sync it); None once done.
+    state: Option<(save::Saving<BufWriter<File>>, File)>,
+}
+
+#[pymethods]
+impl CheckpointWriter {
+    /// Starts the checkpoint `path` of the safetensors file holding `tensors` ((name,
+    /// safetensors dtype, shape, byte length) each) and `metadata` ((key, value) pairs, or
+    /// None for no `__metadata__`) as `safetensors` writes it; nothing is made when an argument
+    /// is wrong. `order()` tells in which order `write` takes the tensors' bytes.
+    #[new]
+    #[pyo3(signature = (path, tensors, metadata, *, coding = "ranked", frame = 16384, checksums = true, threads = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        path: PathBuf,
+        tensors: Vec<save::NewTensor>,
+        metadata: Option<Vec<(String, String)>>,
+        coding: &str,
+        frame: u32,
+        checksums: bool,
+        threads: Option<Threads>,
+    ) -> PyResult<CheckpointWriter> {
+        let options = options(coding, frame, checksums)?;
+        let name = path.display().to_string();
+        let plan = save::Plan::new(&tensors, metadata.as_deref())
+            .map_err(|why| enec_error(format!("{name}: {why}")))?;
+        let order = plan.order.clone();
+        let partial = partial_path(&path);
+        let file = File::create(&partial).map_err(|e| os_error(&path, e))?;
+        let mut writer = CheckpointWriter {
+            path,
+            partial,
+            order,
+            state: None,
+        };
+        let started = file.try_clone().map_err(Failure::Write).and_then(|out| {
+            let out = BufWriter::with_capacity(1 << 20, out);
+            save::Saving::new(name, plan, out, options, self::threads(threads))
+        });
+        match started {
+            Ok(saving) => writer.state = Some((saving, file)),
+            Err(failure) => {
+                writer.abort();
+                return Err(failure_error(&writer.path, failure));
+            }
+        }
+        Ok(writer)
+    }
+
+    /// The tensors' positions in the list given, in the order `write` takes their bytes.
+    fn order(&self) -> Vec<usize> {
+        self.order.clone()
+    }
+
+    /// Writes the next tensor's bytes: the `length` bytes of contiguous memory at `address`,
+    /// kept alive by the caller. Encodes them with the GIL released.
+    fn write(&mut self, py: Python<'_>, address: usize, length: u64) -> PyResult<()> {
+        let len = usize::try_from(length).map_err(|_| PyValueError::new_err("too large"))?;
+        if len > 0 && address == 0 {
+            return Err(PyValueError::new_err("null address"));
+        }
+        let Some((saving, _)) = self.state.as_mut() else {
+            return Err(PyValueError::new_err(
+                "the checkpoint is finished or aborted",
+            ));
+        };
+        let fed = py.allow_threads(|| {
+            // SAFETY: promised by the caller, as for `Checkpoint.decode_tensor_into`.
+            let bytes = unsafe { caller_memory(address, len) };
+            saving.feed(bytes)
+        });
+        fed.map_err(|failure| {
+            self.abort();
+            failure_error(&self.path, failure)
+        })
+    }
+
+    /// Writes the index, syncs the file and renames it to its path; returns its size.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<u64> {
+        let Some((saving, file)) = self.state.take() else {
+            return Err(PyValueError::new_err(
+                "the checkpoint is finished or aborted",
+            ));
+        };
+        let (partial, path) = (&self.partial, &self.path);
+        let done = py.allow_threads(|| {
+            let size = saving.finish()?;
+            file.sync_all()?;
+            std::fs::rename(partial, path)?;
+            Ok::<u64, Failure>(size)
+        });
+        done.map_err(|failure| {
+            let _ = std::fs::remove_file(&self.partial);
+            failure_error(&self.path, failure)
+        })
+    }
+
+    /// Removes the unfinished file (nothing once finished).
+    fn abort(&mut self) {
+        if self.state.take().is_some() {
+            let _ = std::fs::remove_file(&self.partial);
+        }
+    }
+}
+
+impl Drop for CheckpointWriter {
+    fn drop(&mut self) {
+        self.abort();
+    }
 }
 
 /// What holds the bytes of an open checkpoint.
@@ -381,6 +510,37 @@ impl Checkpoint {
         .map_err(enec_error)
     }
 
+    /// Decodes tensors into caller memory: `parts` holds, for each, its position in
+    /// `tensors()`, the address of a writable, contiguous block of memory of the tensor's byte
+    /// length, kept alive by the caller, and that length. Small tensors and the frames of large
+    /// ones are shared among the checkpoint's threads, the GIL released; the first error in
+    /// the order of `parts` is raised.
+    fn decode_tensors_into(&self, py: Python<'_>, parts: Vec<(usize, usize, u64)>) -> PyResult<()> {
+        let mut checked = Vec::with_capacity(parts.len());
+        for (index, address, length) in parts {
+            let (number, entry) = self
+                .tensors
+                .get(index)
+                .ok_or_else(|| PyValueError::new_err(format!("no tensor number {index}")))?;
+            let len = self.memory_for(address, length, entry.original_len, || {
+                entry.describe().to_string()
+            })?;
+            checked.push((*number, entry.clone(), address, len));
+        }
+        let threads = self.threads;
+        py.allow_threads(|| {
+            let parts = checked
+                .into_iter()
+                .map(|(number, entry, address, len)| {
+                    // SAFETY: checked by `memory_for`, promised by the caller.
+                    (number, entry, unsafe { caller_memory(address, len) })
+                })
+                .collect();
+            decode::entries(&self.name, &self.container, parts, threads)
+        })
+        .map_err(enec_error)
+    }
+
     /// The original file's length in bytes.
     fn original_len(&self) -> u64 {
         self.container.original_len()
@@ -485,6 +645,7 @@ fn _enec(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("EnecError", m.py().get_type::<EnecError>())?;
     m.add_class::<Checkpoint>()?;
+    m.add_class::<CheckpointWriter>()?;
     m.add_function(wrap_pyfunction!(compress_file, m)?)?;
     m.add_function(wrap_pyfunction!(compress_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(decompress_file, m)?)?;

@@ -76,6 +76,196 @@ def test_save_file_writes_what_safetensors_writes(tmp_path):
     assert restored.read_bytes() == safetensors.numpy.save(tensors, metadata=metadata)
 
 
+def compress_bytes_of_save(tensors, path, metadata, **options):
+    """What ``enec.numpy.save_file`` wrote when it built the safetensors file in memory."""
+    enec._enec.compress_bytes(safetensors.numpy.save(tensors, metadata=metadata), path, **options)
+
+
+@pytest.mark.parametrize(
+    "tensors, metadata",
+    [
+        (every_dtype(), {"format": "np"}),
+        (every_dtype(), None),
+        (every_dtype(), {}),
+        (
+            {  # empty tensors of several dtypes at one offset; names JSON escapes
+                "b": np.zeros(0, np.float32),
+                "a": np.zeros((0, 3), ml_dtypes.bfloat16),
+                'c"\\\n\t\x01\u00fc': np.ones(3, np.int64),
+                "": np.zeros(0, np.int8),
+            },
+            {'k"\x7f': "v\u2028\u00e9"},
+        ),
+        ({}, None),
+        ({"be": np.arange(6, dtype=">f4").reshape(2, 3), "i16": np.arange(4, dtype="<i2")}, None),
+    ],
+    ids=["every-dtype", "no-metadata", "empty-metadata", "escapes", "nothing", "big-endian"],
+)
+@pytest.mark.parametrize("options", [{}, {"frame": 4096, "coding": "groups", "checksums": False}])
+def test_save_file_writes_what_compressing_the_safetensors_file_writes(
+    tmp_path, tensors, metadata, options
+):
+    expected, path = tmp_path / "expected.enec", tmp_path / "saved.enec"
+    compress_bytes_of_save(tensors, expected, metadata, **options)
+    enec.numpy.save_file(tensors, path, metadata=metadata, **options)
+    assert path.read_bytes() == expected.read_bytes()
+
+
+def test_save_file_saves_strided_arrays_as_their_contiguous_copies(tmp_path):
+    w = np.arange(24, dtype=np.float32).reshape(4, 6)
+    enec.numpy.save_file({"t": w.T, "s": w[:, ::2]}, tmp_path / "strided.enec")
+    enec.numpy.save_file({"t": w.T.copy(), "s": w[:, ::2].copy()}, tmp_path / "copied.enec")
+    assert (tmp_path / "strided.enec").read_bytes() == (tmp_path / "copied.enec").read_bytes()
+    loaded = enec.numpy.load_file(tmp_path / "strided.enec")
+    assert (loaded["t"] == w.T).all() and (loaded["s"] == w[:, ::2]).all()
+
+
+def test_save_file_refuses_what_safetensors_refuses_and_leaves_no_file(tmp_path):
+    path = tmp_path / "bad.enec"
+    with pytest.raises(ValueError, match="expected numpy.ndarray"):
+        enec.numpy.save_file({"a": [1.0, 2.0]}, path)
+    with pytest.raises(ValueError, match="dtype complex128 cannot be saved"):
+        enec.numpy.save_file({"z": np.zeros(2, np.complex128)}, path)
+    with pytest.raises(TypeError):
+        enec.numpy.save_file({"a": np.zeros(2)}, path, metadata={"n": 1})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_save_keeps_the_old_file_and_leaves_no_other(tmp_path, monkeypatch):
+    """A failure after some tensors are written: the file written before is still there, whole."""
+    path = tmp_path / "model.enec"
+    tensors = every_dtype()
+    enec.numpy.save_file(tensors, path)
+    before = path.read_bytes()
+    framework = enec._frameworks.numpy_framework
+    calls = []
+
+    def failing():
+        f = framework()
+        contents = f.contents
+
+        def fail_third(array):
+            calls.append(array)
+            if len(calls) == 3:
+                raise MemoryError("no room for this tensor")
+            return contents(array)
+
+        f.contents = fail_third
+        return f
+
+    monkeypatch.setattr(enec._frameworks, "numpy_framework", failing)
+    with pytest.raises(MemoryError):
+        enec.numpy.save_file(dict(tensors, extra=np.ones(3)), path)
+    assert len(calls) == 3
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["model.enec"]
+
+
+def peak_rss_reset() -> bool:
+    """Resets the peak resident size the kernel reports (VmHWM) to the current one."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def status_bytes(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise KeyError(field)
+
+
+def test_save_file_holds_one_tensor_at_a_time(tmp_path):
+    """256 MiB of bf16 weights in 8 tensors: saving them takes about one tensor's stream of
+    memory more (it took twice the model when the safetensors file was built in memory)."""
+    rng = np.random.default_rng(11)
+    base = (np.frombuffer(rng.bytes(32 << 20), np.uint16) & np.uint16(0x80FF)) | np.uint16(0x3C00)
+    tensors = {
+        f"layers.{i}.weight": (base ^ np.uint16(i)).view(ml_dtypes.bfloat16).reshape(4096, -1)
+        for i in range(8)
+    }
+    del base
+    model = sum(a.nbytes for a in tensors.values())
+    import gc
+    import tracemalloc
+
+    gc.collect()
+    measured = sys.platform == "linux" and peak_rss_reset()
+    before = status_bytes("VmRSS") if measured else 0
+    tracemalloc.start()
+    try:
+        enec.numpy.save_file(tensors, tmp_path / "model.enec")
+        traced = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # Python objects: no copy of the model (the old way held the whole file as bytes).
+    assert traced < model / 16, f"{traced / 2**20:.1f} MiB traced"
+    if measured:
+        grown = status_bytes("VmHWM") - before
+        # One 32 MiB tensor's stream and buffers; the old way grew by twice the model.
+        assert grown < model * 0.3, f"peak grew by {grown / 2**20:.1f} MiB"
+    restored = enec.numpy.load_file(tmp_path / "model.enec")
+    assert all(restored[k].tobytes() == a.tobytes() for k, a in tensors.items())
+
+
+def own_memory(array: np.ndarray) -> int:
+    """The bytes of the allocation an array is a view of (its own, when it has one of its own)."""
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array.nbytes if array.base is None else memoryview(array.base).nbytes
+
+
+def test_loaded_arrays_have_memory_of_their_own(checkpoint):
+    _, compressed = checkpoint
+    with enec.safe_open(compressed, framework="np") as f:
+        loaded = [f.get_tensors(), {name: f.get_tensor(name) for name in f.keys()}]
+    loaded += [enec.numpy.load_file(compressed), enec.numpy.load(compressed.read_bytes())]
+    for arrays in loaded:
+        assert_same(arrays, every_dtype())
+        for name, array in arrays.items():
+            assert own_memory(array) == array.nbytes, name
+            assert array.flags.writeable and array.flags.c_contiguous, name
+
+
+def owner(array: np.ndarray) -> np.ndarray:
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
+
+
+def test_a_kept_array_keeps_only_its_own_memory(tmp_path):
+    """Dropping the dict but one small array gives the rest back (they were views of one
+    buffer the size of the file, all kept alive by any one of them)."""
+    import gc
+    import weakref
+
+    rng = np.random.default_rng(3)
+    weights = (np.frombuffer(rng.bytes(40 << 20), np.uint16) & np.uint16(0x80FF)) | np.uint16(0x3C00)
+    tensors = {f"w{i}": (weights ^ np.uint16(i)).view(ml_dtypes.bfloat16) for i in range(2)}
+    tensors["bias"] = np.ones(384, np.float32)
+    del weights
+    path = tmp_path / "model.enec"
+    enec.numpy.save_file(tensors, path)
+    large = tensors["w0"].nbytes + tensors["w1"].nbytes
+    del tensors
+    gc.collect()
+    linux = sys.platform == "linux"
+    loaded = enec.numpy.load_file(path)
+    rss = status_bytes("VmRSS") if linux else 0
+    owners = [weakref.ref(owner(loaded[name])) for name in ("w0", "w1")]
+    bias = loaded["bias"]
+    del loaded
+    gc.collect()
+    assert all(o() is None for o in owners)
+    if linux:  # allocations this large are mapped for themselves, and unmapped when freed
+        assert rss - status_bytes("VmRSS") > large * 0.9
+    assert bias.tolist() == [1.0] * 384
+
+
 def test_safe_open(checkpoint):
     _, compressed = checkpoint
     expected = every_dtype()

@@ -75,6 +75,67 @@ def test_save_file_writes_what_safetensors_writes(tmp_path):
     assert restored.read_bytes() == safetensors.torch.save(tensors, metadata={"format": "pt"})
 
 
+def test_save_file_writes_what_compressing_the_safetensors_file_writes(tmp_path):
+    tensors = every_dtype()
+    tensors["w.part"] = torch.arange(20.0)[3:8]  # a view of part of a storage
+    tensors["empty.f16"] = torch.zeros(3, 0, dtype=torch.float16)
+    for metadata in ({"format": "pt"}, None):
+        expected, path = tmp_path / "expected.enec", tmp_path / "saved.enec"
+        data = safetensors.torch.save(tensors, metadata=metadata)
+        enec._enec.compress_bytes(data, expected, frame=4096)
+        enec.torch.save_file(tensors, path, metadata=metadata, frame=4096)
+        assert path.read_bytes() == expected.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda w: {"w": w, "row": w[1]},  # sharing memory
+        lambda w: {"t": w.t()},  # not contiguous
+        lambda w: {"s": w.to_sparse()},
+        lambda w: {"n": 3},
+        lambda w: [w],
+    ],
+    ids=["shared", "strided", "sparse", "not-a-tensor", "not-a-dict"],
+)
+def test_save_file_refuses_what_safetensors_refuses(tmp_path, make):
+    tensors = make(torch.randn(4, 4))
+    with pytest.raises(Exception) as theirs:
+        safetensors.torch.save(tensors)
+    with pytest.raises(type(theirs.value)):
+        enec.torch.save_file(tensors, tmp_path / "x.enec")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_save_failing_midway_keeps_the_old_file(tmp_path):
+    """A meta tensor has no bytes to write: the error comes after "a" is written."""
+    path = tmp_path / "model.enec"
+    enec.torch.save_file({"a": torch.ones(3)}, path)
+    before = path.read_bytes()
+    with pytest.raises((NotImplementedError, RuntimeError)):
+        enec.torch.save_file({"a": torch.zeros(3), "b": torch.zeros(3, device="meta")}, path)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["model.enec"]
+
+
+def test_loaded_tensors_have_storage_of_their_own(files, tmp_path):
+    tensors, _, compressed = files
+    with enec.safe_open(compressed, framework="pt") as f:
+        loaded = [f.get_tensors(), {name: f.get_tensor(name) for name in f.keys()}]
+    loaded += [enec.torch.load_file(compressed), enec.torch.load(compressed.read_bytes())]
+    for got in loaded:
+        assert_same(got, tensors)
+        for name, tensor in got.items():
+            nbytes = tensor.numel() * tensor.element_size()
+            assert tensor.untyped_storage().nbytes() == nbytes, name
+            assert tensor.storage_offset() == 0 and tensor.is_contiguous(), name
+    # torch.save of one small tensor writes its bytes, not the file's.
+    small = loaded[2]["w.f64"]
+    torch.save(small, tmp_path / "small.pt")
+    assert (tmp_path / "small.pt").stat().st_size < small.numel() * 8 + 2048
+    assert small.numel() * 8 + 2048 < compressed.stat().st_size  # the file is large enough
+
+
 def test_safe_open_reads_one_tensor(files, tmp_path):
     tensors, _, compressed = files
     offset, length = payload(compressed, "w.f16")

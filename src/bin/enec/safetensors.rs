@@ -170,7 +170,7 @@ fn parse_checked(bytes: &[u8], json_ok: &mut bool) -> Result<Vec<Tensor>, String
             end: data_start + end,
         });
     }
-    tensors.sort_by(|a, b| (a.start, a.end, &a.name).cmp(&(b.start, b.end, &b.name)));
+    sort(&mut tensors);
     for pair in tensors.windows(2) {
         if pair[1].start < pair[0].end {
             return Err(format!(
@@ -180,6 +180,11 @@ fn parse_checked(bytes: &[u8], json_ok: &mut bool) -> Result<Vec<Tensor>, String
         }
     }
     Ok(tensors)
+}
+
+/// Sorts tensors by offset (then end, then name): the order of their pieces.
+pub fn sort(tensors: &mut [Tensor]) {
+    tensors.sort_by(|a, b| (a.start, a.end, &a.name).cmp(&(b.start, b.end, &b.name)));
 }
 
 /// Cuts a file of `len` bytes with these tensors (sorted, not overlapping) into pieces that

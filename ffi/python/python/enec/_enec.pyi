@@ -59,8 +59,37 @@ class Checkpoint:
         """The original safetensors header: its 8-byte length and its JSON."""
     def decode_tensor_into(self, index: int, address: int, length: int) -> None:
         """Decodes tensor ``index`` into caller-owned, writable, contiguous memory."""
+    def decode_tensors_into(self, parts: List[Tuple[int, int, int]]) -> None:
+        """Decodes tensors (index, address, length) each into caller-owned, writable,
+        contiguous memory of its own, with one call."""
     def decode_all_into(self, address: int, length: int) -> None:
         """Restores the whole original file into caller-owned, writable, contiguous memory."""
+
+class CheckpointWriter:
+    """A checkpoint written tensor by tensor (``save_file``): into a temporary file beside
+    ``path``, renamed to ``path`` by :meth:`finish`, removed by :meth:`abort` or when dropped."""
+
+    def __init__(
+        self,
+        path: _Path,
+        tensors: List[Tuple[str, str, List[int], int]],
+        metadata: Optional[List[Tuple[str, str]]],
+        *,
+        coding: str = "ranked",
+        frame: int = 16384,
+        checksums: bool = True,
+        threads: Optional[int] = None,
+    ) -> None:
+        """The checkpoint of the safetensors file of ``tensors`` ((name, safetensors dtype,
+        shape, bytes) each) and ``metadata`` as ``safetensors`` writes it."""
+    def order(self) -> List[int]:
+        """The tensors' positions in ``tensors``, in the order :meth:`write` takes them."""
+    def write(self, address: int, length: int) -> None:
+        """Encodes and writes the next tensor's bytes, held in caller-owned contiguous memory."""
+    def finish(self) -> int:
+        """Writes the index, syncs and renames the file; returns its size."""
+    def abort(self) -> None:
+        """Removes the unfinished file (nothing once finished)."""
 
 def cuda_library() -> Optional[bytes]:
     """The CUDA kernels and loader as a shared library, or ``None`` when the package was built

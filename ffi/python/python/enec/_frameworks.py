@@ -1,5 +1,7 @@
 """How each framework allocates the empty array or tensor that the decoder fills."""
 
+import os
+import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ._enec import EnecError
@@ -49,24 +51,54 @@ _TORCH_DTYPES = {
 }
 
 
-class Framework:
-    """Makes arrays of one framework out of decoded bytes.
+# numpy and torch dtype names -> the safetensors dtype that safetensors saves them as.
+_SAVED_DTYPES = {
+    "bool": "BOOL",
+    "uint8": "U8",
+    "int8": "I8",
+    "uint16": "U16",
+    "int16": "I16",
+    "uint32": "U32",
+    "int32": "I32",
+    "uint64": "U64",
+    "int64": "I64",
+    "float16": "F16",
+    "bfloat16": "BF16",
+    "float32": "F32",
+    "float64": "F64",
+    "complex64": "C64",
+    "float8_e4m3fn": "F8_E4M3",
+    "float8_e5m2": "F8_E5M2",
+    "float8_e8m0fnu": "F8_E8M0",
+    "float8_e4m3fnuz": "F8_E4M3FNUZ",
+    "float8_e5m2fnuz": "F8_E5M2FNUZ",
+}
 
-    ``bytes(n)``: a new, uninitialized byte array of ``n`` bytes, and the address of its memory.
-    ``view(buffer, offset, nbytes, what, dtype, shape)``: the array of dtype ``dtype`` and shape
-    ``shape`` held in the ``nbytes`` bytes at ``offset`` of ``buffer`` (``what`` names it in
-    errors).
+
+class Framework:
+    """Makes the arrays of one framework that the decoder fills.
+
+    ``empty(what, dtype, shape, nbytes)``: a new, uninitialized array of the safetensors dtype
+    ``dtype`` and shape ``shape``, which the file holds in ``nbytes`` bytes (``what`` names it in
+    errors), with memory of its own, and the address of that memory.
     ``dtype(what, dtype)``: the framework's dtype of the safetensors dtype ``dtype`` (torch only).
     ``device(device)``: ``device`` checked (a ``ValueError`` when arrays cannot go there), in
     the form ``to_device`` takes.
     ``to_device(array, device)``: the array on ``device``.
+    ``check_save(tensors)``: a ``ValueError`` (or ``RuntimeError``, for tensors sharing
+    memory) where ``safetensors`` refuses to save the dict ``tensors``.
+    ``saved(name, array)``: the safetensors dtype, shape and byte length ``array`` is saved as.
+    ``contents(array)``: an object holding the array's bytes, contiguous, little-endian and in
+    CPU memory, and their address (only one array's copy at a time, where one is needed).
     """
 
-    bytes: Callable[[int], Tuple[Any, int]]
-    view: Callable[[Any, int, int, str, str, Sequence[int]], Any]
+    empty: Callable[[str, str, Sequence[int], int], Tuple[Any, int]]
     dtype: Callable[[str, str], Any]
     device: Callable[[Any], Any]
     to_device: Callable[[Any, Any], Any]
+    check_save: Callable[[Dict[str, Any]], None]
+    saved: Callable[[str, Any], Tuple[str, List[int], int]]
+    contents: Callable[[Any], Tuple[Any, int]]
 
 
 def elements(what: str, dtype: str, shape: Sequence[int], itemsize: int, nbytes: int) -> int:
@@ -82,13 +114,11 @@ def elements(what: str, dtype: str, shape: Sequence[int], itemsize: int, nbytes:
     return count
 
 
-def _numpy_bytes(n: int) -> Tuple[Any, int]:
-    import numpy as np
-
-    # numpy asks the kernel for huge pages for large arrays: a fresh buffer then costs a few
-    # page faults instead of one per 4 KiB.
-    buffer = np.empty(n, dtype=np.uint8)
-    return buffer, buffer.__array_interface__["data"][0]
+def _numpy_empty(np: Any, shape: Sequence[int], dtype: Any) -> Tuple[Any, int]:
+    # numpy asks the kernel for huge pages for large arrays: a fresh one then costs a few page
+    # faults instead of one per 4 KiB.
+    array = np.empty(shape, dtype=dtype)
+    return array, array.__array_interface__["data"][0]
 
 
 def _numpy_dtype(np: Any, what: str, dtype: str) -> Any:
@@ -109,15 +139,40 @@ def _numpy_dtype(np: Any, what: str, dtype: str) -> Any:
     raise EnecError(f"{what}: dtype {dtype!r} has no numpy equivalent")
 
 
+def _saved_dtype(name: str, dtype: str) -> str:
+    found = _SAVED_DTYPES.get(dtype)
+    if found is None:
+        raise ValueError(
+            f"tensor {name!r}: dtype {dtype} cannot be saved in a safetensors file "
+            f"(it holds {', '.join(_SAVED_DTYPES)})"
+        )
+    return found
+
+
 def numpy_framework() -> Framework:
     import numpy as np
 
-    def view(
-        buffer: Any, offset: int, nbytes: int, what: str, dtype: str, shape: Sequence[int]
-    ) -> Any:
+    def check_save(tensors: Dict[str, Any]) -> None:
+        for name, array in tensors.items():
+            if not isinstance(array, (np.ndarray, np.generic)):
+                raise ValueError(
+                    f"Key `{name}` is invalid, expected numpy.ndarray but received {type(array)}"
+                )
+
+    def saved(name: str, array: Any) -> Tuple[str, List[int], int]:
+        return _saved_dtype(name, array.dtype.name), list(array.shape), array.nbytes
+
+    def contents(array: Any) -> Tuple[Any, int]:
+        order = array.dtype.byteorder
+        if order == ">" or (order == "=" and sys.byteorder == "big"):
+            array = array.astype(array.dtype.newbyteorder("<"))
+        array = np.ascontiguousarray(array)
+        return array, array.__array_interface__["data"][0]
+
+    def empty(what: str, dtype: str, shape: Sequence[int], nbytes: int) -> Tuple[Any, int]:
         found = _numpy_dtype(np, what, dtype)
-        count = elements(what, dtype, shape, found.itemsize, nbytes)
-        return np.frombuffer(buffer, dtype=found, count=count, offset=offset).reshape(shape)
+        elements(what, dtype, shape, found.itemsize, nbytes)
+        return _numpy_empty(np, shape, found)
 
     def device(device: Any) -> Any:
         if device != "cpu":
@@ -125,10 +180,12 @@ def numpy_framework() -> Framework:
         return device
 
     f = Framework()
-    f.bytes = _numpy_bytes
-    f.view = view
+    f.empty = empty
     f.device = device
     f.to_device = lambda array, device: array
+    f.check_save = check_save
+    f.saved = saved
+    f.contents = contents
     return f
 
 
@@ -138,27 +195,22 @@ def torch_framework() -> Framework:
     except ImportError:
         raise ImportError("enec.torch needs PyTorch: pip install torch") from None
 
-    def buffer(n: int) -> Tuple[Any, int]:
-        array, address = _numpy_bytes(n)  # numpy's huge pages: twice as fast to fill here
-        return torch.from_numpy(array), address
-
     def torch_dtype(what: str, dtype: str) -> Any:
         found = getattr(torch, _TORCH_DTYPES.get(dtype, ""), None)
         if not isinstance(found, torch.dtype):
             raise EnecError(f"{what}: dtype {dtype!r} has no equivalent in this torch")
         return found
 
-    def view(
-        buffer: Any, offset: int, nbytes: int, what: str, dtype: str, shape: Sequence[int]
-    ) -> Any:
+    def empty(what: str, dtype: str, shape: Sequence[int], nbytes: int) -> Tuple[Any, int]:
         found = torch_dtype(what, dtype)
         elements(what, dtype, shape, found.itemsize, nbytes)
         if nbytes == 0:
-            return torch.empty(shape, dtype=found)  # torch cannot view an empty byte buffer
-        piece = buffer[offset : offset + nbytes]
-        if offset % found.itemsize:
-            piece = piece.clone()  # torch views need aligned elements
-        return piece.view(found).reshape(shape)
+            return torch.empty(shape, dtype=found), 0  # torch cannot view an empty byte array
+        import numpy as np
+
+        # numpy's huge pages: twice as fast to fill here as torch.empty's memory.
+        array, address = _numpy_empty(np, nbytes, np.uint8)
+        return torch.from_numpy(array).view(found).reshape(shape), address
 
     def device(device: Any) -> Any:
         try:
@@ -169,10 +221,76 @@ def torch_framework() -> Framework:
             raise ValueError('device "meta" holds no data: load onto a real device')
         return found
 
+    def check_save(tensors: Dict[str, Any]) -> None:
+        sparse = []
+        for name, tensor in tensors.items():
+            if not isinstance(tensor, torch.Tensor):
+                raise ValueError(
+                    f"Key `{name}` is invalid, expected torch.Tensor but received {type(tensor)}"
+                )
+            if tensor.layout != torch.strided:
+                sparse.append(name)
+        if sparse:
+            raise ValueError(
+                f"You are trying to save a sparse tensors: `{sparse}` which this library does not "
+                "support. You can make it a dense tensor before saving with `.to_dense()` but be "
+                "aware this might make a much larger file than needed."
+            )
+        for name, tensor in tensors.items():
+            if not tensor.is_contiguous():
+                raise ValueError(
+                    f"You are trying to save a non contiguous tensor: `{name}` which is not "
+                    "allowed. It either means you are trying to save tensors which are reference "
+                    "of each other in which case it's recommended to save only the full tensors, "
+                    "and reslice at load time, or simply call `.contiguous()` on your tensor to "
+                    "pack it before saving."
+                )
+        # Tensors whose bytes overlap in one storage, as safetensors finds them.
+        storages: Dict[Any, List[Tuple[int, int, str]]] = {}
+        for name, tensor in tensors.items():
+            if tensor.device.type == "meta":
+                continue
+            storage = tensor.untyped_storage()
+            if storage.data_ptr() == 0 or storage.nbytes() == 0:
+                continue
+            start = tensor.data_ptr()
+            stop = start + tensor.numel() * tensor.element_size()
+            key = (tensor.device, storage.data_ptr(), storage.nbytes())
+            storages.setdefault(key, []).append((start, stop, name))
+        failing = []
+        for areas in storages.values():
+            areas.sort()
+            groups = [[areas[0][2]]]
+            last_stop = areas[0][1]
+            for start, stop, name in areas[1:]:
+                if start >= last_stop:
+                    groups.append([name])
+                else:
+                    groups[-1].append(name)
+                last_stop = stop
+            failing.extend(sorted(g) for g in groups if len(g) > 1)
+        if failing:
+            raise RuntimeError(
+                f"Some tensors share memory, this will lead to duplicate memory on disk and "
+                f"potential differences when loading them again: {failing}. A potential way to "
+                "correctly save your model is to use `save_model`."
+            )
+
+    def saved(name: str, tensor: Any) -> Tuple[str, List[int], int]:
+        dtype = _saved_dtype(name, str(tensor.dtype).split(".")[-1])
+        return dtype, list(tensor.shape), tensor.numel() * tensor.element_size()
+
+    def contents(tensor: Any) -> Tuple[Any, int]:
+        if tensor.device.type != "cpu":
+            tensor = tensor.to("cpu")
+        return tensor, tensor.data_ptr() if tensor.numel() else 0
+
     f = Framework()
-    f.bytes = buffer
-    f.view = view
+    f.empty = empty
     f.dtype = torch_dtype
+    f.check_save = check_save
+    f.saved = saved
+    f.contents = contents
     f.device = device
     f.to_device = lambda tensor, device: tensor if device.type == "cpu" else tensor.to(device)
     return f
@@ -203,27 +321,28 @@ def load_one(
     """Tensor ``index`` of ``checkpoint`` (whose ``tensors()`` is ``tensors``), decoded alone
     into an array of its own, frames in parallel, the GIL released."""
     name, dtype, shape, nbytes = tensors[index][:4]
-    buffer, address = framework.bytes(nbytes)
+    array, address = framework.empty(f'tensor "{name}"', dtype, shape, nbytes)
     checkpoint.decode_tensor_into(index, address, nbytes)
-    return framework.to_device(
-        framework.view(buffer, 0, nbytes, f'tensor "{name}"', dtype, shape), device
-    )
+    return framework.to_device(array, device)
 
 
 def load_all(
     checkpoint: Any, tensors: Tensors, framework: Framework, device: Any
 ) -> Dict[str, Any]:
-    """Every tensor of ``checkpoint``, by name, in file order: the original file restored into
-    one byte array (small tensors and the frames of large ones shared among the threads alike),
-    each tensor a view of it, as ``safetensors`` returns views of one mapped file."""
-    length = checkpoint.original_len()
-    buffer, address = framework.bytes(length)
-    checkpoint.decode_all_into(address, length)
-    loaded = {}
-    for name, dtype, shape, nbytes, offset in (t[:5] for t in tensors):
-        array = framework.view(buffer, offset, nbytes, f'tensor "{name}"', dtype, shape)
-        loaded[name] = framework.to_device(array, device)
-    return loaded
+    """Every tensor of ``checkpoint``, by name, in file order, each decoded into an array with
+    memory of its own (one tensor kept alive holds only its own bytes), all with one call:
+    small tensors and the frames of large ones shared among the threads alike, the GIL
+    released."""
+    arrays = []
+    parts = []
+    for index, (name, dtype, shape, nbytes) in enumerate(t[:4] for t in tensors):
+        array, address = framework.empty(f'tensor "{name}"', dtype, shape, nbytes)
+        arrays.append(array)
+        parts.append((index, address, nbytes))
+    checkpoint.decode_tensors_into(parts)
+    return {
+        t[0]: framework.to_device(array, device) for t, array in zip(tensors, arrays)
+    }
 
 
 def save_file(
@@ -233,17 +352,25 @@ def save_file(
     metadata: Optional[Dict[str, str]],
     options: Dict[str, Any],
 ) -> None:
-    """Writes the enec checkpoint of the file ``safetensors.<framework>.save_file`` would write."""
-    import importlib
-    import os
+    """Writes the enec checkpoint of the file ``safetensors.<framework>.save_file`` would write,
+    one tensor at a time: each is encoded and written before the next is looked at, into a
+    temporary file beside ``filename`` that replaces it once complete."""
+    from ._enec import CheckpointWriter
 
-    from ._enec import compress_bytes
-
+    if not isinstance(tensors, dict):
+        raise ValueError(f"Expected a dict of [str, tensor] but received {type(tensors)}")
+    f = numpy_framework() if framework == "numpy" else torch_framework()
+    f.check_save(tensors)
+    arrays = list(tensors.values())
+    specs = [(name, *f.saved(name, array)) for name, array in tensors.items()]
+    if metadata is not None:
+        metadata = sorted(metadata.items())
+    writer = CheckpointWriter(os.fspath(filename), specs, metadata, **options)
     try:
-        module = importlib.import_module(f"safetensors.{framework}")
-    except ImportError:
-        raise ImportError(
-            f"enec.{framework}.save_file writes through safetensors: pip install safetensors"
-        ) from None
-    data = module.save(tensors, metadata=metadata)
-    compress_bytes(data, os.fspath(filename), **options)
+        for index in writer.order():
+            holder, address = f.contents(arrays[index])
+            writer.write(address, specs[index][3])
+            del holder
+        writer.finish()
+    finally:
+        writer.abort()  # nothing left behind on failure; nothing done once finished

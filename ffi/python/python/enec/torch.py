@@ -51,7 +51,12 @@ def save_file(
     threads: Optional[int] = None,
 ) -> None:
     """Writes the enec checkpoint of exactly the file ``safetensors.torch.save_file`` would
-    write (``enec.decompress_file`` restores it byte for byte). Needs ``safetensors``."""
+    write (``enec.decompress_file`` restores it byte for byte), without building that file:
+    tensors are encoded and written one at a time, so memory grows by about the largest
+    tensor's compressed stream. The file is written beside ``filename`` and renamed over it once
+    complete: a failed save leaves what was there before.
+    Raises ``ValueError`` (``RuntimeError`` for torch tensors that share memory) where
+    ``safetensors`` refuses the tensors."""
     options = dict(coding=coding, frame=frame, checksums=checksums, threads=threads)
     _frameworks.save_file("torch", tensors, filename, metadata, options)
 
