@@ -1,7 +1,8 @@
 //! `enec::parallel` on checkpoint containers (what `enec decompress` restores a file with):
-//! `decode_container_into`, `decode_container_with` (any chunk size) and `decode_entry_into`,
-//! on any thread count, give the bytes and the first error in file order of a serial loop over
-//! `Container::decode_entry`.
+//! `decode_container_into`, `decode_container_with` (any chunk size), `decode_entry_into` and
+//! `decode_entries_into` (every entry into memory of its own, in an order the input picks), on any
+//! thread count, give the bytes and the first error in file (or the given) order of a serial loop
+//! over `Container::decode_entry`.
 //!
 //! Input: `[threads (% 5, 0: all cores), chunk, container...]`; the container is tried as it is and with its
 //! checks recomputed (as in the `container` target).
@@ -10,7 +11,9 @@
 use std::sync::Mutex;
 
 use enec::container::{Container, ContainerError};
-use enec::parallel::{decode_container_into, decode_container_with, decode_entry_into, Restored};
+use enec::parallel::{
+    decode_container_into, decode_container_with, decode_entries_into, decode_entry_into, Restored,
+};
 use enec_fuzz::{fix_container_checks, Bytes};
 use libfuzzer_sys::fuzz_target;
 
@@ -82,6 +85,30 @@ fn check(file: &[u8], threads: usize, chunk: usize) {
     if r.is_ok() {
         assert_eq!(*seen.lock().unwrap(), total, "decode_container_with: runs missing or twice");
         assert!(*assembled.lock().unwrap() == expected_out, "decode_container_with restored other bytes");
+    }
+
+    // Every entry into its own memory, in file order or reversed (the chunk byte's lowest bit): the
+    // first error in that order, else each entry's serial bytes.
+    let mut order: Vec<_> = container.entries().collect();
+    if chunk & 64 != 0 {
+        order.reverse();
+    }
+    let mut first = Ok(());
+    let mut wanted = Vec::new();
+    for (number, entry) in &order {
+        let mut one = vec![0u8; entry.original_len as usize];
+        let e = container.decode_entry(*number, entry, &mut one);
+        if first.is_ok() {
+            first = e.map(|_| ());
+        }
+        wanted.push(one);
+    }
+    let mut mems: Vec<Vec<u8>> = order.iter().map(|(_, e)| vec![0x5au8; e.original_len as usize]).collect();
+    let parts = order.iter().zip(mems.iter_mut()).map(|((n, e), m)| (*n, e.clone(), &mut m[..])).collect();
+    let r = decode_entries_into(&container, parts, threads);
+    assert_eq!(r, first, "decode_entries_into ({threads} threads) and the serial loop disagree");
+    if r.is_ok() {
+        assert!(mems == wanted, "decode_entries_into restored other bytes");
     }
 
     for (number, entry) in container.entries() {
