@@ -10,9 +10,13 @@
 //! compares with bit weights and pairwise adds for the escape masks, `tbx` by 256-entry tables of
 //! 8-lane patterns for the escape expansion (`tbl` for the compaction), whole-register unpacking
 //! and packing of the planes by variable shifts, the merge in 16-bit lanes for 2-byte elements
-//! (a multiply-add moves the sign), the level-0 step's lookup, expansion and merge in one pass per
-//! 16 elements, and the encoder's split of 2-byte elements. The frame loops run the separate
-//! steps ([`ranked_chunk_steps`] and its neighbours) over these.
+//! (multiply-adds move the sign and the exponent), and the encoder's split of 2-byte elements. The
+//! ranked decoder's level-0 step runs in one pass per 16 elements where the chunk's code plane
+//! (1 or 2 sub-planes) and residual plane (1 to 3) lie in one run of words each
+//! (`ranked_chunk_neon`: codes from the plane's words, escapes by compare with their mask summed
+//! by an integer multiply, one `tbl` lookup, one `tbx` of the queue's exponents, residuals from
+//! their words, merge, store; the checksum after the chunk); other shapes and the deeper levels
+//! run the separate steps ([`ranked_chunk_steps`] and its neighbours) over these kernels.
 //!
 //! On x86_64, [`Avx2`] overrides them with `std::arch` versions of the same functions: byte
 //! shuffles for the symbol lookup, prefix sums of the escape compare (or 256-entry tables of

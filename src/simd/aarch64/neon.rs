@@ -3,8 +3,9 @@
 //! (`vqtbl1q_u8` for the usual tables of up to 16 symbols, four `vqtbl4q_u8`/`vqtbx4q_u8` for
 //! whole 256-byte tables), escape masks by compare, bit weights and pairwise adds (NEON has no
 //! movemask), expansion and compaction by 256-entry tables of 8-lane shuffle patterns with
-//! `tbx`/`tbl`, whole-register unpacking and packing of the planes by variable shifts, and the
-//! merge of exponents with residuals in 16-bit lanes for 2-byte elements.
+//! `tbx`/`tbl`, whole-register unpacking and packing of the planes by variable shifts, the
+//! merge of exponents with residuals in 16-bit lanes for 2-byte elements, and the ranked
+//! decoder's level-0 step in one pass per 16 elements (`ranked_chunk_neon`).
 //!
 //! Every function here is compiled with `neon` enabled, so calling one is `unsafe`: the caller
 //! must hold a [`Neon`](super::Neon) token (the module above does).
@@ -340,6 +341,18 @@ const fn shuffle_patterns<const EXPAND: bool>() -> [u64; 256] {
 static COMPRESS: [u64; 256] = shuffle_patterns::<false>();
 static EXPAND: [u64; 256] = shuffle_patterns::<true>();
 
+/// The set bits of each 8-bit mask (a load beside the pattern's, where a count on the vector
+/// unit would take four instructions and two register moves).
+static COUNT: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut m = 0;
+    while m < 256 {
+        table[m] = (m as u8).count_ones() as u8;
+        m += 1;
+    }
+    table
+};
+
 /// The `tbx` pattern that places the next values at the set bits of a 16-lane mask: the
 /// upper 8 lanes' pattern offset by the lower 8's count.
 #[target_feature(enable = "neon")]
@@ -427,14 +440,17 @@ pub(super) fn compress(masks: &[u64], values: &[u8], out: &mut [u8]) -> usize {
 /// lanes (4-byte ones), whose top bit is the sign's. The residual cut to its width (sign over
 /// the live mantissa bits) and shifted left by the dead bits has its sign at bit `M`; adding
 /// the sign times `2^E - 1` moves it to the top bit (`2^M (2^E - 1) = 2^(E+M) - 2^M`, one
-/// multiply-add), and the exponent is ORed in between: the portable merge's bits exactly.
+/// multiply-add), and the exponent lands in between (another multiply-add): the portable
+/// merge's bits exactly, for exponents below `2^E` (the decoder checks every symbol and queue
+/// value against the exponent width). The shifts are multiplies by powers of two, which run
+/// beside the unpacking's shifts on the other vector pipes.
 struct Merge {
     /// `2^(1 + M - k) - 1`: the residual's bits.
     residual: u32,
-    /// Dead bits `k`.
-    dead: i32,
-    /// Mantissa bits `M`, where the exponent goes.
-    exponent: i32,
+    /// `2^k`: the shift by the dead bits.
+    dead: u32,
+    /// `2^M`: the shift of the exponent.
+    exponent: u32,
     /// `2^M`: the sign's bit once shifted by the dead bits.
     sign_bit: u32,
     /// `2^E - 1`.
@@ -447,11 +463,55 @@ impl Merge {
         debug_assert_eq!(fields.e + fields.m, 8 * B as u32 - 1);
         Merge {
             residual: (1u32 << fields.residual_bits()) - 1,
-            dead: fields.k as i32,
-            exponent: fields.m as i32,
+            dead: 1 << fields.k,
+            exponent: 1 << fields.m,
             sign_bit: 1 << fields.m,
             sign_factor: (1 << fields.e) - 1,
         }
+    }
+
+    /// The 16 elements of 2-byte elements: exponents `x`, residuals `r` in 16-bit lanes.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn elements2(&self, x: uint8x16_t, r: [uint16x8_t; 2]) -> [uint16x8_t; 2] {
+        let (residual, dead) = (
+            vdupq_n_u16(self.residual as u16),
+            vdupq_n_u16(self.dead as u16),
+        );
+        let (bit, factor) = (
+            vdupq_n_u16(self.sign_bit as u16),
+            vdupq_n_u16(self.sign_factor as u16),
+        );
+        let exponent = vdupq_n_u16(self.exponent as u16);
+        let xs = [vmovl_u8(vget_low_u8(x)), vmovl_high_u8(x)];
+        let merged = |x, r| {
+            let r = vmulq_u16(vandq_u16(r, residual), dead);
+            let u = vmlaq_u16(r, vandq_u16(r, bit), factor);
+            vmlaq_u16(u, x, exponent)
+        };
+        [merged(xs[0], r[0]), merged(xs[1], r[1])]
+    }
+
+    /// The 16 elements of 4-byte elements: exponents `x`, residuals `r` in 32-bit lanes.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn elements4(&self, x: uint8x16_t, r: [uint32x4_t; 4]) -> [uint32x4_t; 4] {
+        let (residual, dead) = (vdupq_n_u32(self.residual), vdupq_n_u32(self.dead));
+        let (bit, factor) = (vdupq_n_u32(self.sign_bit), vdupq_n_u32(self.sign_factor));
+        let exponent = vdupq_n_u32(self.exponent);
+        let (x0, x1) = (vmovl_u8(vget_low_u8(x)), vmovl_high_u8(x));
+        let xs = [
+            vmovl_u16(vget_low_u16(x0)),
+            vmovl_high_u16(x0),
+            vmovl_u16(vget_low_u16(x1)),
+            vmovl_high_u16(x1),
+        ];
+        let merged = |x, r| {
+            let r = vmulq_u32(vandq_u32(r, residual), dead);
+            let u = vmlaq_u32(r, vandq_u32(r, bit), factor);
+            vmlaq_u32(u, x, exponent)
+        };
+        core::array::from_fn(|i| merged(xs[i], r[i]))
     }
 
     /// Merges 16 exponents `x` with the 16 residuals at `r` (`16 * B` bytes, lanes of `B`
@@ -463,45 +523,19 @@ impl Merge {
     #[target_feature(enable = "neon")]
     #[inline]
     unsafe fn store16<const B: usize>(&self, x: uint8x16_t, r: *const u8, out: *mut u8) {
-        if B == 2 {
-            let (residual, dead) = (
-                vdupq_n_u16(self.residual as u16),
-                vdupq_n_s16(self.dead as i16),
-            );
-            let (bit, factor) = (
-                vdupq_n_u16(self.sign_bit as u16),
-                vdupq_n_u16(self.sign_factor as u16),
-            );
-            let exponent = vdupq_n_s16(self.exponent as i16);
-            let xs = [vmovl_u8(vget_low_u8(x)), vmovl_high_u8(x)];
-            for (half, x) in xs.into_iter().enumerate() {
-                // SAFETY: the caller gives the 32 bytes at `r` and `out` (two halves of 16).
-                let r = unsafe { vld1q_u16(r.cast::<u16>().add(8 * half)) };
-                let r = vshlq_u16(vandq_u16(r, residual), dead);
-                let u = vmlaq_u16(r, vandq_u16(r, bit), factor);
-                let u = vorrq_u16(u, vshlq_u16(x, exponent));
-                // SAFETY: as for the load above.
-                unsafe { vst1q_u16(out.cast::<u16>().add(8 * half), u) };
-            }
-        } else {
-            let (residual, dead) = (vdupq_n_u32(self.residual), vdupq_n_s32(self.dead));
-            let (bit, factor) = (vdupq_n_u32(self.sign_bit), vdupq_n_u32(self.sign_factor));
-            let exponent = vdupq_n_s32(self.exponent);
-            let (x0, x1) = (vmovl_u8(vget_low_u8(x)), vmovl_high_u8(x));
-            let xs = [
-                vmovl_u16(vget_low_u16(x0)),
-                vmovl_high_u16(x0),
-                vmovl_u16(vget_low_u16(x1)),
-                vmovl_high_u16(x1),
-            ];
-            for (quarter, x) in xs.into_iter().enumerate() {
-                // SAFETY: the caller gives the 64 bytes at `r` and `out` (four quarters of 16).
-                let r = unsafe { vld1q_u32(r.cast::<u32>().add(4 * quarter)) };
-                let r = vshlq_u32(vandq_u32(r, residual), dead);
-                let u = vmlaq_u32(r, vandq_u32(r, bit), factor);
-                let u = vorrq_u32(u, vshlq_u32(x, exponent));
-                // SAFETY: as for the load above.
-                unsafe { vst1q_u32(out.cast::<u32>().add(4 * quarter), u) };
+        // SAFETY: the caller gives the `16 * B` bytes at `r` and `out`.
+        unsafe {
+            if B == 2 {
+                let (r, out) = (r.cast::<u16>(), out.cast::<u16>());
+                let u = self.elements2(x, [vld1q_u16(r), vld1q_u16(r.add(8))]);
+                vst1q_u16(out, u[0]);
+                vst1q_u16(out.add(8), u[1]);
+            } else {
+                let (r, out) = (r.cast::<u32>(), out.cast::<u32>());
+                let u = self.elements4(x, core::array::from_fn(|i| vld1q_u32(r.add(4 * i))));
+                for (i, u) in u.into_iter().enumerate() {
+                    vst1q_u32(out.add(4 * i), u);
+                }
             }
         }
     }
@@ -651,4 +685,203 @@ pub(super) fn split16(fields: &Fields, input: &[u8], x: &mut [u8], r: &mut [u16]
         q += 16;
     }
     kernels::split_load::<2, u16>(fields, &input[2 * q..2 * n], &mut x[q..n], &mut r[q..n]);
+}
+
+/// Where a chunk's values lie in one sub-plane, for the one-pass step: the byte offset of the
+/// chunk's first word, and the shifts and mask that make a word a lane's bits (right by
+/// `take`, mask, left by `place`; a sub-plane above the lane has mask 0, as the portable
+/// unpacking cuts it).
+#[derive(Clone, Copy, Default)]
+struct ChunkSub {
+    at: usize,
+    take: i16,
+    place: i16,
+    mask: u16,
+}
+
+/// The chunk's [`ChunkSub`]s of `plane` for its `blocks` values from `start` in lanes of
+/// `lane_bits`, when each sub-plane holds them in one run of words inside `frame`; else None.
+fn chunk_subs<const N: usize>(
+    frame: &[u8],
+    plane: &Plane,
+    start: usize,
+    blocks: usize,
+    lane_bits: u32,
+) -> Option<[ChunkSub; N]> {
+    let subs = plane.subs();
+    if subs.len() != N {
+        return None;
+    }
+    let mut out = [ChunkSub::default(); N];
+    for (o, sub) in out.iter_mut().zip(subs) {
+        let run = sub.runs(start, blocks).next()?;
+        let at = sub.offset + 2 * run.word;
+        if run.len < blocks || at + 2 * blocks > frame.len() {
+            return None;
+        }
+        let inside = sub.shift < lane_bits;
+        *o = ChunkSub {
+            at,
+            take: run.bit as i16,
+            place: if inside { sub.shift as i16 } else { 0 },
+            mask: if inside {
+                ((1u32 << sub.bits) - 1) as u16
+            } else {
+                0
+            },
+        };
+    }
+    Some(out)
+}
+
+/// The fields of 16 values of a sub-plane (the 16 words at `p`) in two registers of 16-bit
+/// lanes: shifted right by `take`, masked, shifted left by `place` where `placed` (a plane's
+/// first sub-plane sits at bit 0 of its values: no shift there).
+///
+/// # Safety
+///
+/// `p` is readable for 32 bytes; the CPU has NEON.
+#[target_feature(enable = "neon")]
+#[inline]
+unsafe fn fields16(p: *const u8, sub: &ChunkSub, placed: bool) -> [uint16x8_t; 2] {
+    let (take, mask) = (vdupq_n_s16(-sub.take), vdupq_n_u16(sub.mask));
+    let place = vdupq_n_s16(sub.place);
+    let p = p.cast::<u16>();
+    // SAFETY: the caller gives the 32 bytes at `p`.
+    let w = unsafe { [vld1q_u16(p), vld1q_u16(p.add(8))] };
+    w.map(|w| {
+        let f = vandq_u16(vshlq_u16(w, take), mask);
+        if placed {
+            vshlq_u16(f, place)
+        } else {
+            f
+        }
+    })
+}
+
+/// [`Isa::ranked_chunk`] in one pass per 16 elements, for chunks whose code plane (1 or 2
+/// sub-planes, codes below 16) and residual plane (`R` sub-planes) lie in one run of words
+/// each: the codes from the plane's words, the escapes by compare (their mask by bit weights
+/// and pairwise adds), one `tbl` lookup and one `tbx` of the queue's next exponents, the
+/// residuals from their words, the merge and the store; the output hashed after the chunk's
+/// whole blocks. The last elements short of 64, and chunks of other shapes, take the separate
+/// steps. Returns None, as they do, when the codes escape more than `deeper` holds (the output
+/// may then be written in part).
+#[target_feature(enable = "neon")]
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn ranked_chunk_neon<const B: usize, L: Lane, const C: usize, const R: usize>(
+    isa: Neon,
+    fields: &Fields,
+    frame: &[u8],
+    plane: &Plane,
+    residual: &Plane,
+    start: usize,
+    table: &[u8; MAX_SYMBOLS],
+    escape: u8,
+    deeper: Escapes<'_>,
+    out: &mut [u8],
+    mut hash: Option<&mut H32>,
+) -> Option<usize> {
+    let n = (out.len() / B).min(kernels::CHUNK);
+    let blocks = n / 64 * 64;
+    let steps = |start, deeper, out: &mut [u8], hash| {
+        ranked_chunk_steps::<B, L, Neon>(
+            isa, fields, frame, plane, residual, start, table, escape, deeper, out, hash,
+        )
+    };
+    let codes = chunk_subs::<C>(frame, plane, start, blocks, 8);
+    let residuals = chunk_subs::<R>(frame, residual, start, blocks, L::BITS);
+    let aligned = hash
+        .as_ref()
+        .is_none_or(|h| h.len.is_multiple_of(crate::checksum::BLOCK));
+    // 16 readable queue bytes past every exponent a step can start at (`k <= count`).
+    let queue = deeper.values.len() >= deeper.count + 16;
+    let (Some(codes), Some(residuals), true, true, true) =
+        (codes, residuals, aligned, queue, blocks > 0 && escape < 16)
+    else {
+        return steps(start, deeper, out, hash);
+    };
+    let merge = Merge::new::<B>(fields);
+    let mut small = [0u8; 16];
+    small[..usize::from(escape)].copy_from_slice(&table[..usize::from(escape)]);
+    // SAFETY: `small` and `WEIGHTS` are 16 bytes.
+    let (lut, weights) = unsafe { (vld1q_u8(small.as_ptr()), vld1q_u8(WEIGHTS.as_ptr())) };
+    let escapes = vdupq_n_u8(escape);
+    let (fp, queue) = (frame.as_ptr(), deeper.values.as_ptr());
+    let o = out[..B * blocks].as_mut_ptr();
+    let mut k = 0;
+    for q in (0..blocks).step_by(16) {
+        // SAFETY: `chunk_subs` checked that every sub-plane's words for the `blocks` values lie
+        // in `frame` (these are 16 of them); `k <= deeper.count` and the queue has 16 readable
+        // bytes past its count; `out` holds `B * blocks` bytes, of which these are `16 * B`.
+        unsafe {
+            let mut c = vdupq_n_u8(0);
+            for (i, sub) in codes.iter().enumerate() {
+                let [a, b] = fields16(fp.add(sub.at + 2 * q), sub, i > 0);
+                c = vorrq_u8(
+                    c,
+                    vuzp1q_u8(vreinterpretq_u8_u16(a), vreinterpretq_u8_u16(b)),
+                );
+            }
+            // The escape mask's two bytes: each half's weighted flags summed by a multiply on
+            // the integer unit (distinct bits: no carry between the bytes' partial sums).
+            let m = vreinterpretq_u64_u8(vandq_u8(vceqq_u8(c, escapes), weights));
+            const SUM: u64 = 0x0101_0101_0101_0101;
+            let lo = (vgetq_lane_u64::<0>(m).wrapping_mul(SUM) >> 56) as usize;
+            let hi = (vgetq_lane_u64::<1>(m).wrapping_mul(SUM) >> 56) as usize;
+            let (low_count, high_count) = (COUNT[lo], COUNT[hi]);
+            let pattern = vcombine_u8(
+                vcreate_u8(EXPAND[lo]),
+                vcreate_u8(EXPAND[hi].wrapping_add(SUM * u64::from(low_count))),
+            );
+            let x = vqtbl1q_u8(lut, c);
+            let x = vqtbx1q_u8(x, vld1q_u8(queue.add(k)), pattern);
+            k += usize::from(low_count + high_count);
+            if k > deeper.count {
+                return None;
+            }
+            if B == 2 {
+                let mut r = [vdupq_n_u16(0); 2];
+                for (i, sub) in residuals.iter().enumerate() {
+                    let f = fields16(fp.add(sub.at + 2 * q), sub, i > 0);
+                    r = [vorrq_u16(r[0], f[0]), vorrq_u16(r[1], f[1])];
+                }
+                let u = merge.elements2(x, r);
+                let o = o.add(2 * q).cast::<u16>();
+                vst1q_u16(o, u[0]);
+                vst1q_u16(o.add(8), u[1]);
+            } else {
+                let mut r = [vdupq_n_u32(0); 4];
+                for sub in &residuals {
+                    // The fields cut to 16 bits, widened, then placed in 32-bit lanes.
+                    let [a, b] = fields16(fp.add(sub.at + 2 * q), sub, false);
+                    let place = vdupq_n_s32(i32::from(sub.place));
+                    let wide = [
+                        vmovl_u16(vget_low_u16(a)),
+                        vmovl_high_u16(a),
+                        vmovl_u16(vget_low_u16(b)),
+                        vmovl_high_u16(b),
+                    ];
+                    for (r, w) in r.iter_mut().zip(wide) {
+                        *r = vorrq_u32(*r, vshlq_u32(w, place));
+                    }
+                }
+                let u = merge.elements4(x, r);
+                let o = o.add(4 * q).cast::<u32>();
+                for (i, u) in u.into_iter().enumerate() {
+                    vst1q_u32(o.add(4 * i), u);
+                }
+            }
+        }
+    }
+    if let Some(hash) = hash.as_deref_mut() {
+        hash.update(&out[..B * blocks]);
+    }
+    let rest = Escapes {
+        values: &deeper.values[k..],
+        count: deeper.count - k,
+    };
+    let taken = steps(start + blocks, rest, &mut out[B * blocks..B * n], hash)?;
+    Some(k + taken)
 }
