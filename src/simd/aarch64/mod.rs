@@ -154,6 +154,31 @@ impl Isa for Neon {
     }
 
     #[inline(always)]
+    fn level_chunk(
+        self,
+        frame: &[u8],
+        plane: &Plane,
+        start: usize,
+        table: &[u8; MAX_SYMBOLS],
+        escape: u8,
+        deeper: Escapes<'_>,
+        out: &mut [u8],
+    ) -> Option<usize> {
+        // The one-pass step for codes of 1 or 2 sub-planes, the separate steps for others.
+        match plane.len {
+            // SAFETY: a `Neon` exists only where `detect` found NEON.
+            1 => unsafe {
+                level_chunk_neon::<1>(self, frame, plane, start, table, escape, deeper, out)
+            },
+            // SAFETY: a `Neon` exists only where `detect` found NEON.
+            2 => unsafe {
+                level_chunk_neon::<2>(self, frame, plane, start, table, escape, deeper, out)
+            },
+            _ => level_chunk_steps(self, frame, plane, start, table, escape, deeper, out),
+        }
+    }
+
+    #[inline(always)]
     fn resolve_store<const B: usize, L: Lane>(
         self,
         fields: &Fields,

@@ -5,7 +5,8 @@
 //! movemask), expansion and compaction by 256-entry tables of 8-lane shuffle patterns with
 //! `tbx`/`tbl`, whole-register unpacking and packing of the planes by variable shifts, the
 //! merge of exponents with residuals in 16-bit lanes for 2-byte elements, and the ranked
-//! decoder's level-0 step in one pass per 16 elements (`ranked_chunk_neon`).
+//! decoder's level-0 step and its deeper levels' steps in one pass per 16 elements
+//! (`ranked_chunk_neon`, `level_chunk_neon`).
 //!
 //! Every function here is compiled with `neon` enabled, so calling one is `unsafe`: the caller
 //! must hold a [`Neon`](super::Neon) token (the module above does).
@@ -687,6 +688,26 @@ pub(super) fn split16(fields: &Fields, input: &[u8], x: &mut [u8], r: &mut [u16]
     kernels::split_load::<2, u16>(fields, &input[2 * q..2 * n], &mut x[q..n], &mut r[q..n]);
 }
 
+/// The `tbx` pattern that places the next queued exponents at the lanes of `c` equal to
+/// `escapes`, and how many those are. The escape mask's two bytes come from the weighted
+/// flags of each half summed by a multiply on the integer unit (distinct bits: no carry
+/// between the bytes' partial sums), where pairwise adds on the vector unit took a chain of
+/// six; the counts come from a table.
+#[target_feature(enable = "neon")]
+#[inline]
+fn escape_pattern(c: uint8x16_t, escapes: uint8x16_t, weights: uint8x16_t) -> (uint8x16_t, usize) {
+    const SUM: u64 = 0x0101_0101_0101_0101;
+    let m = vreinterpretq_u64_u8(vandq_u8(vceqq_u8(c, escapes), weights));
+    let lo = (vgetq_lane_u64::<0>(m).wrapping_mul(SUM) >> 56) as usize;
+    let hi = (vgetq_lane_u64::<1>(m).wrapping_mul(SUM) >> 56) as usize;
+    let (low_count, high_count) = (COUNT[lo], COUNT[hi]);
+    let pattern = vcombine_u8(
+        vcreate_u8(EXPAND[lo]),
+        vcreate_u8(EXPAND[hi].wrapping_add(SUM * u64::from(low_count))),
+    );
+    (pattern, usize::from(low_count + high_count))
+}
+
 /// Where a chunk's values lie in one sub-plane, for the one-pass step: the byte offset of the
 /// chunk's first word, and the shifts and mask that make a word a lane's bits (right by
 /// `take`, mask, left by `place`; a sub-plane above the lane has mask 0, as the portable
@@ -824,20 +845,10 @@ pub(super) fn ranked_chunk_neon<const B: usize, L: Lane, const C: usize, const R
                     vuzp1q_u8(vreinterpretq_u8_u16(a), vreinterpretq_u8_u16(b)),
                 );
             }
-            // The escape mask's two bytes: each half's weighted flags summed by a multiply on
-            // the integer unit (distinct bits: no carry between the bytes' partial sums).
-            let m = vreinterpretq_u64_u8(vandq_u8(vceqq_u8(c, escapes), weights));
-            const SUM: u64 = 0x0101_0101_0101_0101;
-            let lo = (vgetq_lane_u64::<0>(m).wrapping_mul(SUM) >> 56) as usize;
-            let hi = (vgetq_lane_u64::<1>(m).wrapping_mul(SUM) >> 56) as usize;
-            let (low_count, high_count) = (COUNT[lo], COUNT[hi]);
-            let pattern = vcombine_u8(
-                vcreate_u8(EXPAND[lo]),
-                vcreate_u8(EXPAND[hi].wrapping_add(SUM * u64::from(low_count))),
-            );
+            let (pattern, count) = escape_pattern(c, escapes, weights);
             let x = vqtbl1q_u8(lut, c);
             let x = vqtbx1q_u8(x, vld1q_u8(queue.add(k)), pattern);
-            k += usize::from(low_count + high_count);
+            k += count;
             if k > deeper.count {
                 return None;
             }
@@ -883,5 +894,71 @@ pub(super) fn ranked_chunk_neon<const B: usize, L: Lane, const C: usize, const R
         count: deeper.count - k,
     };
     let taken = steps(start + blocks, rest, &mut out[B * blocks..B * n], hash)?;
+    Some(k + taken)
+}
+
+/// [`Isa::level_chunk`] in one pass per 16 entries, for code planes of `C` sub-planes (codes
+/// below 16) whose entries of the chunk lie in one run of words each: the codes from the
+/// plane's words, the escapes by compare, one `tbl` lookup and one `tbx` of the queue's next
+/// exponents, the store. The last entries short of 16, and other chunks, take the separate
+/// steps. Returns None, as they do, when the codes escape more than `deeper` holds (the output
+/// may then be written in part).
+#[target_feature(enable = "neon")]
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn level_chunk_neon<const C: usize>(
+    isa: Neon,
+    frame: &[u8],
+    plane: &Plane,
+    start: usize,
+    table: &[u8; MAX_SYMBOLS],
+    escape: u8,
+    deeper: Escapes<'_>,
+    out: &mut [u8],
+) -> Option<usize> {
+    let n = out.len().min(kernels::CHUNK);
+    let blocks = n / 16 * 16;
+    let codes = chunk_subs::<C>(frame, plane, start, blocks, 8);
+    // 16 readable queue bytes past every exponent a step can start at (`k <= count`).
+    let queue = deeper.values.len() >= deeper.count + 16;
+    let (Some(codes), true, true) = (codes, queue, blocks > 0 && escape < 16) else {
+        return level_chunk_steps(isa, frame, plane, start, table, escape, deeper, out);
+    };
+    let mut small = [0u8; 16];
+    small[..usize::from(escape)].copy_from_slice(&table[..usize::from(escape)]);
+    // SAFETY: `small` and `WEIGHTS` are 16 bytes.
+    let (lut, weights) = unsafe { (vld1q_u8(small.as_ptr()), vld1q_u8(WEIGHTS.as_ptr())) };
+    let escapes = vdupq_n_u8(escape);
+    let (fp, queue) = (frame.as_ptr(), deeper.values.as_ptr());
+    let o = out[..blocks].as_mut_ptr();
+    let mut k = 0;
+    for q in (0..blocks).step_by(16) {
+        // SAFETY: `chunk_subs` checked that every sub-plane's words for the `blocks` entries lie
+        // in `frame` (these are 16 of them); `k <= deeper.count` and the queue has 16 readable
+        // bytes past its count; `out` holds `blocks` bytes, of which these are 16.
+        unsafe {
+            let mut c = vdupq_n_u8(0);
+            for (i, sub) in codes.iter().enumerate() {
+                let [a, b] = fields16(fp.add(sub.at + 2 * q), sub, i > 0);
+                c = vorrq_u8(
+                    c,
+                    vuzp1q_u8(vreinterpretq_u8_u16(a), vreinterpretq_u8_u16(b)),
+                );
+            }
+            let (pattern, count) = escape_pattern(c, escapes, weights);
+            let x = vqtbx1q_u8(vqtbl1q_u8(lut, c), vld1q_u8(queue.add(k)), pattern);
+            k += count;
+            if k > deeper.count {
+                return None;
+            }
+            vst1q_u8(o.add(q), x);
+        }
+    }
+    let rest = Escapes {
+        values: &deeper.values[k..],
+        count: deeper.count - k,
+    };
+    let (start, out) = (start + blocks, &mut out[blocks..n]);
+    let taken = level_chunk_steps(isa, frame, plane, start, table, escape, rest, out)?;
     Some(k + taken)
 }
