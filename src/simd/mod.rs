@@ -15,9 +15,11 @@
 //! (1 or 2 sub-planes) and residual plane (1 to 3) lie in one run of words each
 //! (`ranked_chunk_neon`: codes from the plane's words, escapes by compare with their mask summed
 //! by an integer multiply, one `tbl` lookup, one `tbx` of the queue's exponents, residuals from
-//! their words, merge, store; the checksum after the chunk), and each deeper level's step
-//! likewise (`level_chunk_neon`: codes, escapes, `tbl`, `tbx`, store); other shapes run the
-//! separate steps ([`ranked_chunk_steps`] and its neighbours) over these kernels.
+//! their words, merge, store; the checksum after the chunk), each deeper level's step likewise
+//! (`level_chunk_neon`: codes, escapes, `tbl`, `tbx`, store) and the groups decoder's chunk
+//! (`groups_chunk_neon`: the low bits, the flagged lanes' high bits by one `tbl` of the queue,
+//! the inverse transform in bytes, residuals, merge, store); other shapes run the separate
+//! steps ([`ranked_chunk_steps`] and its neighbours) over these kernels.
 //!
 //! On x86_64, [`Avx2`] overrides them with `std::arch` versions of the same functions: byte
 //! shuffles for the symbol lookup, prefix sums of the escape compare (or 256-entry tables of

@@ -154,6 +154,46 @@ impl Isa for Neon {
     }
 
     #[inline(always)]
+    fn groups_chunk<const B: usize, L: Lane>(
+        self,
+        fields: &Fields,
+        frame: &[u8],
+        low: &Plane,
+        residual: &Plane,
+        start: usize,
+        params: &GroupsParams,
+        flags: &[u64],
+        highs: Escapes<'_>,
+        out: &mut [u8],
+        hash: Option<&mut H32>,
+        _streaming: bool,
+    ) -> Option<usize> {
+        // The one-pass step for the common shapes (low bits of 1 or 2 sub-planes, residuals of
+        // 1 to 3), the separate steps for the others.
+        macro_rules! one_pass {
+            ($c:literal, $r:literal) => {
+                // SAFETY: a `Neon` exists only where `detect` found NEON.
+                unsafe {
+                    groups_chunk_neon::<B, L, $c, $r>(
+                        self, fields, frame, low, residual, start, params, flags, highs, out, hash,
+                    )
+                }
+            };
+        }
+        match (B, L::BITS, low.len, residual.len) {
+            (2, 16, 1, 1) | (4, 32, 1, 1) => one_pass!(1, 1),
+            (2, 16, 1, 2) | (4, 32, 1, 2) => one_pass!(1, 2),
+            (2, 16, 1, 3) | (4, 32, 1, 3) => one_pass!(1, 3),
+            (2, 16, 2, 1) | (4, 32, 2, 1) => one_pass!(2, 1),
+            (2, 16, 2, 2) | (4, 32, 2, 2) => one_pass!(2, 2),
+            (2, 16, 2, 3) | (4, 32, 2, 3) => one_pass!(2, 3),
+            _ => groups_chunk_steps::<B, L, Self>(
+                self, fields, frame, low, residual, start, params, flags, highs, out,
+            ),
+        }
+    }
+
+    #[inline(always)]
     fn level_chunk(
         self,
         frame: &[u8],

@@ -5,8 +5,8 @@
 //! movemask), expansion and compaction by 256-entry tables of 8-lane shuffle patterns with
 //! `tbx`/`tbl`, whole-register unpacking and packing of the planes by variable shifts, the
 //! merge of exponents with residuals in 16-bit lanes for 2-byte elements, and the ranked
-//! decoder's level-0 step and its deeper levels' steps in one pass per 16 elements
-//! (`ranked_chunk_neon`, `level_chunk_neon`).
+//! decoder's level-0 step, its deeper levels' steps and the groups decoder's chunk in one pass
+//! per 16 elements (`ranked_chunk_neon`, `level_chunk_neon`, `groups_chunk_neon`).
 //!
 //! Every function here is compiled with `neon` enabled, so calling one is `unsafe`: the caller
 //! must hold a [`Neon`](super::Neon) token (the module above does).
@@ -960,5 +960,140 @@ pub(super) fn level_chunk_neon<const C: usize>(
     };
     let (start, out) = (start + blocks, &mut out[blocks..n]);
     let taken = level_chunk_steps(isa, frame, plane, start, table, escape, rest, out)?;
+    Some(k + taken)
+}
+
+/// [`Isa::groups_chunk`] in one pass per 16 elements, for chunks whose low plane (`C`
+/// sub-planes) and residual plane (`R`) lie in one run of words each: the low bits from the
+/// plane's words, the flagged lanes' high bits placed from the queue by one `tbl` (the
+/// flags' pattern, zero elsewhere) and shifted above them, the inverse transform in bytes,
+/// the residuals from their words, the merge and the store; the output's whole blocks hashed
+/// after the chunk (the caller follows the rest). The last elements short of 64, and chunks
+/// of other shapes, take the separate steps. Returns None, as they do and before writing,
+/// when the flags ask for more than `highs` holds.
+#[target_feature(enable = "neon")]
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn groups_chunk_neon<const B: usize, L: Lane, const C: usize, const R: usize>(
+    isa: Neon,
+    fields: &Fields,
+    frame: &[u8],
+    low: &Plane,
+    residual: &Plane,
+    start: usize,
+    params: &GroupsParams,
+    flags: &[u64],
+    highs: Escapes<'_>,
+    out: &mut [u8],
+    hash: Option<&mut H32>,
+) -> Option<usize> {
+    let n = (out.len() / B).min(kernels::CHUNK);
+    let blocks = n / 64 * 64;
+    let steps = |start, highs, flags: &[u64], out: &mut [u8]| {
+        groups_chunk_steps::<B, L, Neon>(
+            isa, fields, frame, low, residual, start, params, flags, highs, out,
+        )
+    };
+    let codes = chunk_subs::<C>(frame, low, start, blocks, 8);
+    let residuals = chunk_subs::<R>(frame, residual, start, blocks, L::BITS);
+    // 16 readable queue bytes past every value a step can start at (`k <= count`).
+    let queue = highs.values.len() >= highs.count + 16;
+    let whole = flags.len() >= blocks / 64 && params.width >= 1;
+    let (Some(codes), Some(residuals), true, true, true) =
+        (codes, residuals, queue, whole, blocks > 0)
+    else {
+        return steps(start, highs, flags, out);
+    };
+    // The flags of the `n` elements alone, counted first: too few high values write nothing.
+    let flagged = (0..n.div_ceil(64))
+        .map(|i| {
+            let keep = (n - 64 * i).min(64) as u32;
+            let f = flags.get(i).copied().unwrap_or(0);
+            (f & u64::MAX.checked_shr(64 - keep).unwrap_or(0)).count_ones() as usize
+        })
+        .sum::<usize>();
+    if flagged > highs.count {
+        return None;
+    }
+    let merge = Merge::new::<B>(fields);
+    let bytes = kernels::GroupsBytes::new(params.base.into(), params.width.into(), fields.e);
+    let (half, base_half) = (vdupq_n_u8(bytes.half), vdupq_n_u8(bytes.base_half));
+    let exponent_mask = vdupq_n_u8(bytes.mask);
+    // As `wrapping_shl` on bytes: the shift taken modulo 8.
+    let high_shift = vdupq_n_s8((params.low & 7) as i8);
+    let (fp, queue) = (frame.as_ptr(), highs.values.as_ptr());
+    let o = out[..B * blocks].as_mut_ptr();
+    let mut k = 0;
+    for q in (0..blocks).step_by(16) {
+        let bits = (flags[q / 64] >> (q % 64)) as u16;
+        let (lo, hi) = (usize::from(bits as u8), usize::from(bits >> 8));
+        let low_count = COUNT[lo];
+        // SAFETY: `chunk_subs` checked that every sub-plane's words for the `blocks` values lie
+        // in `frame` (these are 16 of them); `k <= flagged <= highs.count` and the queue has 16
+        // readable bytes past its count; `out` holds `B * blocks` bytes, of which these are
+        // `16 * B`.
+        unsafe {
+            let mut y = vdupq_n_u8(0);
+            for (i, sub) in codes.iter().enumerate() {
+                let [a, b] = fields16(fp.add(sub.at + 2 * q), sub, i > 0);
+                y = vorrq_u8(
+                    y,
+                    vuzp1q_u8(vreinterpretq_u8_u16(a), vreinterpretq_u8_u16(b)),
+                );
+            }
+            let pattern = vcombine_u8(
+                vcreate_u8(EXPAND[lo]),
+                vcreate_u8(EXPAND[hi].wrapping_add(0x0101_0101_0101_0101 * u64::from(low_count))),
+            );
+            let high = vqtbl1q_u8(vld1q_u8(queue.add(k)), pattern);
+            let y = vorrq_u8(y, vshlq_u8(high, high_shift));
+            let x = vandq_u8(vsubq_u8(base_half, veorq_u8(y, half)), exponent_mask);
+            k += usize::from(low_count + COUNT[hi]);
+            if B == 2 {
+                let mut r = [vdupq_n_u16(0); 2];
+                for (i, sub) in residuals.iter().enumerate() {
+                    let f = fields16(fp.add(sub.at + 2 * q), sub, i > 0);
+                    r = [vorrq_u16(r[0], f[0]), vorrq_u16(r[1], f[1])];
+                }
+                let u = merge.elements2(x, r);
+                let o = o.add(2 * q).cast::<u16>();
+                vst1q_u16(o, u[0]);
+                vst1q_u16(o.add(8), u[1]);
+            } else {
+                let mut r = [vdupq_n_u32(0); 4];
+                for sub in &residuals {
+                    let [a, b] = fields16(fp.add(sub.at + 2 * q), sub, false);
+                    let place = vdupq_n_s32(i32::from(sub.place));
+                    let wide = [
+                        vmovl_u16(vget_low_u16(a)),
+                        vmovl_high_u16(a),
+                        vmovl_u16(vget_low_u16(b)),
+                        vmovl_high_u16(b),
+                    ];
+                    for (r, w) in r.iter_mut().zip(wide) {
+                        *r = vorrq_u32(*r, vshlq_u32(w, place));
+                    }
+                }
+                let u = merge.elements4(x, r);
+                let o = o.add(4 * q).cast::<u32>();
+                for (i, u) in u.into_iter().enumerate() {
+                    vst1q_u32(o.add(4 * i), u);
+                }
+            }
+        }
+    }
+    if let Some(hash) = hash {
+        hash.update(&out[..B * blocks]);
+    }
+    let rest = Escapes {
+        values: &highs.values[k..],
+        count: highs.count - k,
+    };
+    let taken = steps(
+        start + blocks,
+        rest,
+        &flags[blocks / 64..],
+        &mut out[B * blocks..B * n],
+    )?;
     Some(k + taken)
 }
