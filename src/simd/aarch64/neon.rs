@@ -10,6 +10,9 @@
 //!
 //! Every function here is compiled with `neon` enabled, so calling one is `unsafe`: the caller
 //! must hold a [`Neon`](super::Neon) token (the module above does).
+//!
+//! Longer than 1,000 lines for the reason `x86/avx2.rs` gives: one instruction set's kernels,
+//! each beside the helpers it shares with its neighbours, in the order of their portable twins.
 
 use super::*;
 use core::arch::aarch64::*;
