@@ -29,7 +29,7 @@
 //! ```
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
-#![deny(unsafe_code)] // allowed in `frame::dispatch` and `simd` only: the run-time chosen AVX2 kernels
+#![deny(unsafe_code)] // allowed in `frame::dispatch` and `simd` only: the run-time chosen SIMD kernels
 #![warn(missing_docs)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 

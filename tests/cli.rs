@@ -574,6 +574,10 @@ fn bench_reports_throughput_as_json() {
         assert!(v.is_finite() && v > 0.0, "{key} = {v}");
     }
     assert_eq!(doc["threads"], json!(2));
+    // `avx2` is about AVX2 alone (NEON on aarch64 is not it); `kernels` names what runs.
+    let kernels = enec::kernels_in_use();
+    assert_eq!(doc["kernels"], json!(kernels), "{doc}");
+    assert_eq!(doc["avx2"], json!(kernels.starts_with("AVX2")), "{doc}");
     assert!(doc["ratio"].as_f64().unwrap() > 1.0, "{doc}");
     let text = ok(&["bench", p(&raw), "--dtype", "bf16", "--repeats", "1"]);
     assert!(text.contains("x memcpy"), "{text}");

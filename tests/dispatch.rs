@@ -1,5 +1,6 @@
-//! The AVX2 compilation of the kernels (chosen at run time with the `std` feature on x86_64)
-//! and the baseline compilation write identical bytes and decode identically.
+//! The SIMD compilation of the kernels (chosen at run time with the `std` feature: AVX2 on
+//! x86_64, NEON on aarch64) and the baseline compilation write identical bytes and decode
+//! identically.
 
 use enec::frame::{decode_frame, encode_frame, max_frame_bytes};
 use enec::{decode_frame_portable, encode_frame_portable, Coding, Dtype};
@@ -44,7 +45,12 @@ fn inputs(dtype: Dtype) -> Vec<Vec<u8>> {
 
 #[test]
 fn both_compilations_agree() {
-    println!("AVX2 compilation in use: {}", enec::simd_in_use());
+    println!("kernels in use: {}", enec::kernels_in_use());
+    // On aarch64 the NEON kernels are always there: unless asked for the portable ones, this
+    // test compares them, not the portable compilation with itself.
+    if cfg!(target_arch = "aarch64") && std::env::var_os("ENEC_PORTABLE").is_none_or(|v| v != "1") {
+        assert_eq!(enec::kernels_in_use(), "NEON");
+    }
     for dtype in Dtype::ALL {
         for input in inputs(dtype) {
             let elements = input.len() / dtype.element_bytes();

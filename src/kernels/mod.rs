@@ -11,7 +11,7 @@
 //! Nothing here allocates; scratch is fixed arrays on the stack, sized by [`CHUNK`] (the frame
 //! loops' step) and by the largest frame (the encoder's group ranges, 8 KiB).
 //!
-//! `crate::simd` holds AVX2 and AVX-512 versions of the hot kernels (same results, tested
+//! `crate::simd` holds AVX2, AVX-512 and NEON versions of the hot kernels (same results, tested
 //! against these).
 
 /// Bare-metal targets (`target_os = "none"`: microcontrollers, where flash is scarce) decode with

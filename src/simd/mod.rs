@@ -1,11 +1,30 @@
 //! Instruction-set variants of the hot block kernels, chosen per frame by `frame::dispatch`.
 //!
 //! [`Isa`] lists the kernels the frame loops call in their inner steps. Its default methods are
-//! the portable kernels of [`crate::kernels`] (the reference, and what no_std and non-x86 builds
-//! run). [`Avx2`] overrides them with `std::arch` versions of the same functions: byte shuffles
-//! for the symbol lookup, prefix sums of the escape compare (or 256-entry tables of shuffle
-//! patterns) for the escape expansion and compaction, no `pdep`; whole-register unpacking of the
-//! planes, and 16-bit lanes for the merge of 2-byte elements. On AVX2 alone the decoder's
+//! the portable kernels of [`crate::kernels`] (the reference, and what no_std builds and other
+//! architectures run). Two tokens override them: `Avx2` on x86_64 and `Neon` on aarch64.
+//!
+//! On aarch64, `Neon` (`aarch64/`) runs `core::arch::aarch64` versions of the decoder's steps:
+//! `tbl` for the symbol lookup (one `vqtbl1q_u8` per 16 codes of a table of up to 16 symbols,
+//! four 64-byte lookups for whole 256-byte tables, which also give the encoder's level codes),
+//! compares with bit weights and pairwise adds for the escape masks, `tbx` by 256-entry tables of
+//! 8-lane patterns for the escape expansion (`tbl` for the compaction), whole-register unpacking
+//! and packing of the planes by variable shifts, the merge in 16-bit lanes for 2-byte elements
+//! (multiply-adds move the sign and the exponent), and the encoder's split of 2-byte elements. The
+//! ranked decoder's level-0 step runs in one pass per 16 elements where the chunk's code plane
+//! (1 or 2 sub-planes) and residual plane (1 to 3) lie in one run of words each
+//! (`ranked_chunk_neon`: codes from the plane's words, escapes by compare with their mask summed
+//! by an integer multiply, one `tbl` lookup, one `tbx` of the queue's exponents, residuals from
+//! their words, merge, store; the checksum after the chunk), each deeper level's step likewise
+//! (`level_chunk_neon`: codes, escapes, `tbl`, `tbx`, store) and the groups decoder's chunk
+//! (`groups_chunk_neon`: the low bits, the flagged lanes' high bits by one `tbl` of the queue,
+//! the inverse transform in bytes, residuals, merge, store); other shapes run the separate
+//! steps ([`ranked_chunk_steps`] and its neighbours) over these kernels.
+//!
+//! On x86_64, [`Avx2`] overrides them with `std::arch` versions of the same functions: byte
+//! shuffles for the symbol lookup, prefix sums of the escape compare (or 256-entry tables of
+//! shuffle patterns) for the escape expansion and compaction, no `pdep`; whole-register unpacking
+//! of the planes, and 16-bit lanes for the merge of 2-byte elements. On AVX2 alone the decoder's
 //! level-0 step runs in one pass per 32 elements too (`ranked_chunk_avx2`: codes from the plane's
 //! words, `resolve32`, residuals in place, merge, store, checksum; the groups decoder's
 //! `groups_chunk_avx2` the same with the high bits and inverse transform), each deeper level in one
@@ -463,5 +482,15 @@ pub(crate) use x86::Avx2;
 #[cfg(all(feature = "std", target_arch = "x86_64"))]
 mod x86;
 
-#[cfg(all(test, feature = "std", target_arch = "x86_64"))]
+#[cfg(all(feature = "std", target_arch = "aarch64"))]
+pub(crate) use aarch64::Neon;
+
+#[cfg(all(feature = "std", target_arch = "aarch64"))]
+mod aarch64;
+
+#[cfg(all(
+    test,
+    feature = "std",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
 mod tests;

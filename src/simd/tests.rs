@@ -1,5 +1,6 @@
-//! Every AVX2 kernel against its portable twin, on random data, across lengths and plane
-//! geometries that exercise the vector steps, their padded tails and the scalar fallbacks.
+//! Every SIMD kernel (AVX2 and AVX-512 on x86_64, NEON on aarch64) against its portable twin, on
+//! random data, across lengths and plane geometries that exercise the vector steps, their padded
+//! tails and the scalar fallbacks.
 use super::*;
 use crate::checksum;
 use crate::format::{Dtype, GroupsParams};
@@ -29,17 +30,35 @@ fn cases(native: usize) -> usize {
     }
 }
 
-/// `detected`, or the same CPU's token with the AVX-512 step off (tests run both paths).
-fn with_avx512(detected: Avx2, on: bool) -> Avx2 {
-    if on {
-        detected
-    } else {
-        detected.without_avx512()
+/// This architecture's SIMD token.
+#[cfg(target_arch = "x86_64")]
+type Simd = Avx2;
+#[cfg(target_arch = "aarch64")]
+type Simd = Neon;
+
+/// `detected`, or on x86_64 the same CPU's token with the AVX-512 step off (tests run both
+/// paths). NEON has one path.
+fn with_avx512(detected: Simd, on: bool) -> Simd {
+    #[cfg(target_arch = "x86_64")]
+    if !on {
+        return detected.without_avx512();
     }
+    let _ = on;
+    detected
 }
 
-fn avx2() -> Option<Avx2> {
-    let isa = Avx2::detect();
+/// Every path of the detected token: on x86_64 with and without the AVX-512 step.
+fn variants(detected: Simd) -> [Simd; 2] {
+    [with_avx512(detected, true), with_avx512(detected, false)]
+}
+
+/// The SIMD token. On aarch64 there is always one (NEON is part of the architecture): a
+/// missing one fails the tests rather than passing them without comparing anything.
+fn simd() -> Option<Simd> {
+    let isa = Simd::detect();
+    if cfg!(target_arch = "aarch64") {
+        assert!(isa.is_some(), "aarch64 without NEON");
+    }
     if isa.is_none() {
         std::println!("no AVX2 here: nothing to compare");
     }
@@ -66,7 +85,7 @@ fn random_plane(
 
 #[test]
 fn unpack_and_pack_agree() {
-    let Some(detected) = avx2() else { return };
+    let Some(detected) = simd() else { return };
     let mut rng = Rng(1);
     for case in 0..cases(600) {
         // Odd cases without the AVX-512 kernels (even ones with them, where the CPU has them).
@@ -143,7 +162,7 @@ fn unpack_and_pack_agree() {
 
 #[test]
 fn byte_kernels_agree() {
-    let Some(detected) = avx2() else { return };
+    let Some(detected) = simd() else { return };
     let mut rng = Rng(2);
     for case in 0..cases(2000) {
         // Odd cases without the AVX-512 kernels (even ones with them, where the CPU has them).
@@ -239,7 +258,7 @@ fn byte_kernels_agree() {
 
 #[test]
 fn groups_unflagged_agrees() {
-    let Some(isa) = avx2() else { return };
+    let Some(isa) = simd() else { return };
     let mut rng = Rng(5);
     for case in 0..cases(300) {
         let elements = 1 + rng.below(crate::format::MAX_FRAME_LEN);
@@ -275,7 +294,7 @@ fn groups_unflagged_agrees() {
 
 #[test]
 fn split_pack_agrees() {
-    let Some(detected) = avx2() else { return };
+    let Some(detected) = simd() else { return };
     let mut rng = Rng(17);
     for case in 0..cases(300) {
         let isa = with_avx512(detected, case / 3 % 2 == 0);
@@ -349,7 +368,7 @@ fn split_pack_agrees() {
 
 #[test]
 fn exponent_stats_agree() {
-    let Some(detected) = avx2() else { return };
+    let Some(detected) = simd() else { return };
     let mut rng = Rng(11);
     for case in 0..cases(300) {
         // Half the cases without the AVX-512 step (where the CPU has it), in every dtype and
@@ -468,7 +487,7 @@ fn level_inputs(
 
 #[test]
 fn ranked_chunk_agrees() {
-    let Some(detected) = avx2() else { return };
+    let Some(detected) = simd() else { return };
     let mut rng = Rng(7);
     for case in 0..cases(600) {
         let dtype = Dtype::ALL[case % 3];
@@ -518,7 +537,7 @@ fn ranked_chunk_agrees() {
             count: queued,
         };
         let (fields, frame, plane, residual, table) = (&fields, &frame, &plane, &residual, &table);
-        let with = |isa: Avx2| {
+        let with = |isa: Simd| {
             move |out: &mut [u8], hash: &mut H32| match b {
                 2 => isa.ranked_chunk::<2, u16>(
                     fields,
@@ -579,7 +598,7 @@ fn ranked_chunk_agrees() {
         let expected = run(&portable);
         assert_eq!(expected.0.is_some(), queued >= escaped);
         let what = format!("{dtype:?} count {count} start {start} width {width}");
-        for isa in [detected, detected.without_avx512()] {
+        for isa in variants(detected) {
             let got = run(&with(isa));
             assert_eq!(got.0, expected.0, "taken: {what}");
             if expected.0.is_some() {
@@ -591,7 +610,7 @@ fn ranked_chunk_agrees() {
 
 #[test]
 fn groups_chunk_agrees() {
-    let Some(detected) = avx2() else { return };
+    let Some(detected) = simd() else { return };
     let mut rng = Rng(11);
     for case in 0..cases(600) {
         let dtype = Dtype::ALL[case % 3];
@@ -674,7 +693,7 @@ fn groups_chunk_agrees() {
         };
         let (fields, frame, low, residual, params) = (&fields, &frame, &low, &residual, &params);
         let flags = &flags[..];
-        let with = |isa: Avx2| {
+        let with = |isa: Simd| {
             move |out: &mut [u8], hash: Option<&mut H32>| match b {
                 2 => isa.groups_chunk::<2, u16>(
                     fields, frame, low, residual, start, params, flags, highs, out, hash, streaming,
@@ -695,7 +714,7 @@ fn groups_chunk_agrees() {
         let expected = run(&portable);
         assert_eq!(expected.0, (queued >= flagged).then_some(flagged));
         let what = format!("{dtype:?} count {count} start {start} n {width} m {low_width}");
-        for isa in [detected, detected.without_avx512()] {
+        for isa in variants(detected) {
             let got = run(&with(isa));
             assert_eq!(got.0, expected.0, "taken: {what}");
             if expected.0.is_some() {
@@ -707,7 +726,7 @@ fn groups_chunk_agrees() {
 
 #[test]
 fn level_chunk_agrees() {
-    let Some(detected) = avx2() else { return };
+    let Some(detected) = simd() else { return };
     let mut rng = Rng(11);
     for case in 0..cases(600) {
         // Plane lengths of a whole frame's escapes (one run of words per chunk) and any.
@@ -762,7 +781,7 @@ fn level_chunk_agrees() {
             }
         }
         let what = format!("count {count} start {start} width {width}");
-        for isa in [detected, detected.without_avx512()] {
+        for isa in variants(detected) {
             let got =
                 run(&|out| isa.level_chunk(&frame, &plane, start, &table, escape, deeper, out));
             assert_eq!(got.0, expected.0, "taken: {what}");
@@ -775,7 +794,7 @@ fn level_chunk_agrees() {
 
 #[test]
 fn merge_and_resolve_agree() {
-    let Some(detected) = avx2() else { return };
+    let Some(detected) = simd() else { return };
     let mut rng = Rng(3);
     for case in 0..cases(900) {
         // Odd cases without the AVX-512 final step (even ones with it, where the CPU has it).

@@ -178,7 +178,7 @@ pub fn bench(
         threads,
         encode_gbps_threads: gb / encode_n,
         decode_gbps_threads: gb / decode_n,
-        avx2: enec::simd_in_use(),
+        avx2: enec::kernels_in_use().starts_with("AVX2"),
         kernels: enec::kernels_in_use(),
         repeats,
     })
