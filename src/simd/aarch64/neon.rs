@@ -783,6 +783,80 @@ unsafe fn fields16(p: *const u8, sub: &ChunkSub, placed: bool) -> [uint16x8_t; 2
     })
 }
 
+/// The 8-bit codes of values `q .. q + 16` from the words of their sub-planes `subs`.
+///
+/// # Safety
+///
+/// Every sub-plane's 32 bytes from `fp + sub.at + 2 q` are readable; the CPU has NEON.
+#[target_feature(enable = "neon")]
+#[inline]
+unsafe fn codes16(fp: *const u8, subs: &[ChunkSub], q: usize) -> uint8x16_t {
+    let mut c = vdupq_n_u8(0);
+    for (i, sub) in subs.iter().enumerate() {
+        // SAFETY: the caller gives these 32 bytes.
+        let [a, b] = unsafe { fields16(fp.add(sub.at + 2 * q), sub, i > 0) };
+        c = vorrq_u8(
+            c,
+            vuzp1q_u8(vreinterpretq_u8_u16(a), vreinterpretq_u8_u16(b)),
+        );
+    }
+    c
+}
+
+/// Elements `q .. q + 16`: their residuals from the words of the sub-planes `subs`, merged
+/// with their exponent bytes `x`, stored at `o` (the chunk's output, `B` bytes an element).
+///
+/// # Safety
+///
+/// As [`codes16`] for `subs`; `o` is writable for `B * (q + 16)` bytes; the CPU has NEON.
+#[target_feature(enable = "neon")]
+#[inline]
+unsafe fn merge_store16<const B: usize>(
+    merge: &Merge,
+    x: uint8x16_t,
+    fp: *const u8,
+    subs: &[ChunkSub],
+    q: usize,
+    o: *mut u8,
+) {
+    // SAFETY: the caller gives the sub-planes' 32 bytes at `q` and the output's `16 * B` bytes
+    // at element `q`.
+    unsafe {
+        if B == 2 {
+            let mut r = [vdupq_n_u16(0); 2];
+            for (i, sub) in subs.iter().enumerate() {
+                let f = fields16(fp.add(sub.at + 2 * q), sub, i > 0);
+                r = [vorrq_u16(r[0], f[0]), vorrq_u16(r[1], f[1])];
+            }
+            let u = merge.elements2(x, r);
+            let o = o.add(2 * q).cast::<u16>();
+            vst1q_u16(o, u[0]);
+            vst1q_u16(o.add(8), u[1]);
+        } else {
+            let mut r = [vdupq_n_u32(0); 4];
+            for sub in subs {
+                // The fields cut to 16 bits, widened, then placed in 32-bit lanes.
+                let [a, b] = fields16(fp.add(sub.at + 2 * q), sub, false);
+                let place = vdupq_n_s32(i32::from(sub.place));
+                let wide = [
+                    vmovl_u16(vget_low_u16(a)),
+                    vmovl_high_u16(a),
+                    vmovl_u16(vget_low_u16(b)),
+                    vmovl_high_u16(b),
+                ];
+                for (r, w) in r.iter_mut().zip(wide) {
+                    *r = vorrq_u32(*r, vshlq_u32(w, place));
+                }
+            }
+            let u = merge.elements4(x, r);
+            let o = o.add(4 * q).cast::<u32>();
+            for (i, u) in u.into_iter().enumerate() {
+                vst1q_u32(o.add(4 * i), u);
+            }
+        }
+    }
+}
+
 /// [`Isa::ranked_chunk`] in one pass per 16 elements, for chunks whose code plane (1 or 2
 /// sub-planes, codes below 16) and residual plane (`R` sub-planes) lie in one run of words
 /// each: the codes from the plane's words, the escapes by compare (their mask by bit weights
@@ -840,14 +914,7 @@ pub(super) fn ranked_chunk_neon<const B: usize, L: Lane, const C: usize, const R
         // in `frame` (these are 16 of them); `k <= deeper.count` and the queue has 16 readable
         // bytes past its count; `out` holds `B * blocks` bytes, of which these are `16 * B`.
         unsafe {
-            let mut c = vdupq_n_u8(0);
-            for (i, sub) in codes.iter().enumerate() {
-                let [a, b] = fields16(fp.add(sub.at + 2 * q), sub, i > 0);
-                c = vorrq_u8(
-                    c,
-                    vuzp1q_u8(vreinterpretq_u8_u16(a), vreinterpretq_u8_u16(b)),
-                );
-            }
+            let c = codes16(fp, &codes, q);
             let (pattern, count) = escape_pattern(c, escapes, weights);
             let x = vqtbl1q_u8(lut, c);
             let x = vqtbx1q_u8(x, vld1q_u8(queue.add(k)), pattern);
@@ -855,38 +922,7 @@ pub(super) fn ranked_chunk_neon<const B: usize, L: Lane, const C: usize, const R
             if k > deeper.count {
                 return None;
             }
-            if B == 2 {
-                let mut r = [vdupq_n_u16(0); 2];
-                for (i, sub) in residuals.iter().enumerate() {
-                    let f = fields16(fp.add(sub.at + 2 * q), sub, i > 0);
-                    r = [vorrq_u16(r[0], f[0]), vorrq_u16(r[1], f[1])];
-                }
-                let u = merge.elements2(x, r);
-                let o = o.add(2 * q).cast::<u16>();
-                vst1q_u16(o, u[0]);
-                vst1q_u16(o.add(8), u[1]);
-            } else {
-                let mut r = [vdupq_n_u32(0); 4];
-                for sub in &residuals {
-                    // The fields cut to 16 bits, widened, then placed in 32-bit lanes.
-                    let [a, b] = fields16(fp.add(sub.at + 2 * q), sub, false);
-                    let place = vdupq_n_s32(i32::from(sub.place));
-                    let wide = [
-                        vmovl_u16(vget_low_u16(a)),
-                        vmovl_high_u16(a),
-                        vmovl_u16(vget_low_u16(b)),
-                        vmovl_high_u16(b),
-                    ];
-                    for (r, w) in r.iter_mut().zip(wide) {
-                        *r = vorrq_u32(*r, vshlq_u32(w, place));
-                    }
-                }
-                let u = merge.elements4(x, r);
-                let o = o.add(4 * q).cast::<u32>();
-                for (i, u) in u.into_iter().enumerate() {
-                    vst1q_u32(o.add(4 * i), u);
-                }
-            }
+            merge_store16::<B>(&merge, x, fp, &residuals, q, o);
         }
     }
     if let Some(hash) = hash.as_deref_mut() {
@@ -940,14 +976,7 @@ pub(super) fn level_chunk_neon<const C: usize>(
         // in `frame` (these are 16 of them); `k <= deeper.count` and the queue has 16 readable
         // bytes past its count; `out` holds `blocks` bytes, of which these are 16.
         unsafe {
-            let mut c = vdupq_n_u8(0);
-            for (i, sub) in codes.iter().enumerate() {
-                let [a, b] = fields16(fp.add(sub.at + 2 * q), sub, i > 0);
-                c = vorrq_u8(
-                    c,
-                    vuzp1q_u8(vreinterpretq_u8_u16(a), vreinterpretq_u8_u16(b)),
-                );
-            }
+            let c = codes16(fp, &codes, q);
             let (pattern, count) = escape_pattern(c, escapes, weights);
             let x = vqtbx1q_u8(vqtbl1q_u8(lut, c), vld1q_u8(queue.add(k)), pattern);
             k += count;
@@ -1036,14 +1065,7 @@ pub(super) fn groups_chunk_neon<const B: usize, L: Lane, const C: usize, const R
         // readable bytes past its count; `out` holds `B * blocks` bytes, of which these are
         // `16 * B`.
         unsafe {
-            let mut y = vdupq_n_u8(0);
-            for (i, sub) in codes.iter().enumerate() {
-                let [a, b] = fields16(fp.add(sub.at + 2 * q), sub, i > 0);
-                y = vorrq_u8(
-                    y,
-                    vuzp1q_u8(vreinterpretq_u8_u16(a), vreinterpretq_u8_u16(b)),
-                );
-            }
+            let y = codes16(fp, &codes, q);
             let pattern = vcombine_u8(
                 vcreate_u8(EXPAND[lo]),
                 vcreate_u8(EXPAND[hi].wrapping_add(0x0101_0101_0101_0101 * u64::from(low_count))),
@@ -1052,37 +1074,7 @@ pub(super) fn groups_chunk_neon<const B: usize, L: Lane, const C: usize, const R
             let y = vorrq_u8(y, vshlq_u8(high, high_shift));
             let x = vandq_u8(vsubq_u8(base_half, veorq_u8(y, half)), exponent_mask);
             k += usize::from(low_count + COUNT[hi]);
-            if B == 2 {
-                let mut r = [vdupq_n_u16(0); 2];
-                for (i, sub) in residuals.iter().enumerate() {
-                    let f = fields16(fp.add(sub.at + 2 * q), sub, i > 0);
-                    r = [vorrq_u16(r[0], f[0]), vorrq_u16(r[1], f[1])];
-                }
-                let u = merge.elements2(x, r);
-                let o = o.add(2 * q).cast::<u16>();
-                vst1q_u16(o, u[0]);
-                vst1q_u16(o.add(8), u[1]);
-            } else {
-                let mut r = [vdupq_n_u32(0); 4];
-                for sub in &residuals {
-                    let [a, b] = fields16(fp.add(sub.at + 2 * q), sub, false);
-                    let place = vdupq_n_s32(i32::from(sub.place));
-                    let wide = [
-                        vmovl_u16(vget_low_u16(a)),
-                        vmovl_high_u16(a),
-                        vmovl_u16(vget_low_u16(b)),
-                        vmovl_high_u16(b),
-                    ];
-                    for (r, w) in r.iter_mut().zip(wide) {
-                        *r = vorrq_u32(*r, vshlq_u32(w, place));
-                    }
-                }
-                let u = merge.elements4(x, r);
-                let o = o.add(4 * q).cast::<u32>();
-                for (i, u) in u.into_iter().enumerate() {
-                    vst1q_u32(o.add(4 * i), u);
-                }
-            }
+            merge_store16::<B>(&merge, x, fp, &residuals, q, o);
         }
     }
     if let Some(hash) = hash {
