@@ -425,6 +425,54 @@ fn ascendc_minilm_slice() {
     check_all(cases);
 }
 
+/// Frames of many tiles on every tile path: stored frames (random bytes) of 2^14 and 2^16
+/// elements, exponents spread over the whole alphabet (every escape level, flagged groups) and
+/// dead low bits, each with a partial last frame and a partial last tile, in every coding.
+/// Hazards that need a buffer to be reused across tiles of one frame show only here.
+#[test]
+fn ascendc_multi_tile_frames_every_path() {
+    let mut rng = Rng(0x5EED_7117_0014);
+    let mut cases = Vec::new();
+    for dtype in Dtype::ALL {
+        let eb = dtype.element_bytes();
+        for log2 in [14u8, 16] {
+            let n = (1usize << log2) + 3 * 1024 + 333;
+            let random: Vec<u8> = (0..n * eb).map(|_| rng.next() as u8).collect();
+            for coding in CODINGS {
+                cases.push((
+                    format!("{dtype:?} {coding:?} random bytes (stored) n={n} frame=2^{log2}"),
+                    options(dtype, log2, coding, log2 == 14),
+                    random.clone(),
+                ));
+            }
+        }
+        let n = (1usize << 14) + 1000;
+        let wide: Vec<f32> = (0..n)
+            .map(|i| {
+                let e = (rng.next() % 60) as i32 - 30;
+                (1.0 + (i % 7) as f32 / 8.0) * 2f32.powi(e) * if i % 3 == 0 { -1.0 } else { 1.0 }
+            })
+            .collect();
+        let w = weights(&mut rng, n);
+        let dead: Vec<f32> = w.iter().map(|&v| bf16::from_f32(v).to_f32()).collect();
+        for coding in CODINGS {
+            cases.push((
+                format!("{dtype:?} {coding:?} wide exponents n={n} frame=2^14"),
+                options(dtype, 14, coding, true),
+                as_bytes(dtype, &wide),
+            ));
+            if dtype == Dtype::Fp32 {
+                cases.push((
+                    format!("Fp32 {coding:?} dead low bits n={n} frame=2^14"),
+                    options(dtype, 14, coding, false),
+                    as_bytes(dtype, &dead),
+                ));
+            }
+        }
+    }
+    check_all(cases);
+}
+
 /// Hazard-free and byte-exact on 1 and 48 blocks, at both frame-length extremes.
 #[test]
 fn ascendc_blocks_and_frame_lengths() {

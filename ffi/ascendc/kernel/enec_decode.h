@@ -549,8 +549,11 @@ private:
     AscendC::TQue<TPosition::VECIN, BUFFER_NUM> stageQue;  // depth 2: tile i + 1 staged while tile i is used
     AscendC::TQue<TPosition::VECOUT, BUFFER_NUM> outQue;
     AscendC::TQue<TPosition::VECIN, BUFFER_NUM> passQue;  // stored frames' tiles
-    AscendC::TBuf<TPosition::VECCALC> statusBuf, headerBuf, tableBuf, pairBuf, xBuf, wideBuf, levelBuf, spanBuf, offsBuf, wordBuf,
-        ilvBuf, dlvBuf, flagBuf, escBuf, rankBuf, scanBuf, scanOffsBuf, iotaBuf, modBuf, h32Buf;
+    AscendC::TBuf<TPosition::VECCALC> tableBuf, pairBuf, xBuf, wideBuf, levelBuf, spanBuf, offsBuf, wordBuf, ilvBuf,
+        dlvBuf, flagBuf, escBuf, rankBuf, scanBuf, scanOffsBuf, iotaBuf, modBuf, h32Buf;
+    // Filled by DataCopy (GM -> VECIN) / copied out by DataCopyPad (VECOUT -> GM).
+    AscendC::TBuf<TPosition::VECIN> headerBuf;
+    AscendC::TBuf<TPosition::VECOUT> statusBuf;
     Scan scan;
     LocalTensor<uint32_t> ilv;
     GlobalTensor<uint8_t> streamGm, outGm, frameGm;

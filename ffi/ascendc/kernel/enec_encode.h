@@ -990,8 +990,9 @@ private:
     AscendC::TQue<TPosition::VECIN, BUFFER_NUM> inQue;
     AscendC::TQue<TPosition::VECOUT, BUFFER_NUM> outQue;
     AscendC::TBuf<TPosition::VECCALC> xBuf, xhBuf, rankBuf, wideBuf, wordBuf, offsBuf, ilvBuf, dlvBuf, cmpBuf, maskBuf,
-        accBuf, histBuf, reduceBuf, rankTabBuf, byteBuf, sizeBuf, rangeBuf, rangeHalfBuf, flagMaskBuf,
-        packTmpBuf, scratchBuf, h32Buf;
+        accBuf, histBuf, reduceBuf, rankTabBuf, rangeBuf, rangeHalfBuf, flagMaskBuf, packTmpBuf, scratchBuf, h32Buf;
+    // Copied out by DataCopy / DataCopyPad: the data path is VECOUT -> GM.
+    AscendC::TBuf<TPosition::VECOUT> byteBuf, sizeBuf;
     LocalTensor<uint32_t> ilv, dlv;
     GlobalTensor<uint8_t> inGm, slotsGm, headerGm, frameGm;
     GlobalTensor<uint16_t> wsGm, frameWords;
