@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Checks the AscendC kernels on the strict CPU model (ffi/ascendc/sim):
-#   1. every model rule (R1-R7) rejects a kernel that breaks it and accepts the fixed kernel;
+#   1. every model rule (R1-R7, and the documented semantics SEM) rejects a kernel that breaks it
+#      and accepts the fixed kernel;
 #   2. every cross-check of tests/ascendc.rs (Rust codec <-> kernels, byte for byte, hazard-free,
 #      all dtypes and codings, frames of 2^10..2^16 elements, 1..48 blocks, golden files);
 #   3. one cost line per direction and dtype for the MiniLM slice (tests/data):
 #      ascendc <encode|decode> <dtype>: hazards H, scalar_ub/elem X, vector_instr/elem Y,
-#        dma_bytes/elem Z, pipe_all/tile W, est_cycles/elem C
-#      with C from the cost table below (ffi/README.md explains it).
+#        dma_bytes/elem Z, dma_in/stream I, pipe_all/tile W, est_cycles/elem C, est_GBps G
+#      with C from the cost table below (ffi/README.md explains it), I the bytes copied GM -> UB
+#      over the stream's bytes, and G = CORES * CLOCK_HZ / C * element bytes: the uncompressed
+#      bytes per second of CORES vector cores at CLOCK_HZ (an Atlas A2 910B: 48 and 1.8 GHz).
 #
 #   bash ffi/ascendc/check.sh
 #
@@ -41,6 +44,8 @@ BEGIN {
     DMA_BYTES_PER_CYCLE = 18  # a core s share of HBM bandwidth with all cores busy
     PIPE_ALL_COST = 100  # drains every pipe
     FLAG_COST = 10       # one SetFlag/WaitFlag pair
+    CORES = 48           # vector cores of a 910B
+    CLOCK_HZ = 1.8e9
     bad = 0; missed = 0
 }
 {
@@ -53,15 +58,19 @@ BEGIN {
     sync = v["pipe_all"] * PIPE_ALL_COST + v["flag_pairs"] * FLAG_COST
     est = scalar + (vector > dma ? vector : dma) + sync
     per_elem = v["scalar_ub"] / n; pat = v["pipe_all"] / t
+    eb = dtype ~ /^fp32/ ? 4 : 2
+    dma_in = v["dma_in_bytes"] / v["stream_bytes"]
+    gbps = CORES * CLOCK_HZ / (est / n) * eb / 1e9
     if (dtype ~ /-nosum$/) {  # information: the same stream without checksums
         plain = dtype; sub(/-nosum$/, "", plain)
-        printf "  (%s %s without checksums: scalar_ub/elem %.3f, est_cycles/elem %.2f)\n", dir, plain, per_elem, est / n
+        printf "  (%s %s without checksums: scalar_ub/elem %.3f, dma_in/stream %.2f, est_cycles/elem %.2f, est_GBps %.1f)\n", \
+            dir, plain, per_elem, dma_in, est / n, gbps
         if (v["hazards"] != 0) bad = 1
         next
     }
     lines++
-    printf "ascendc %s %s: hazards %d, scalar_ub/elem %.3f, vector_instr/elem %.4f, dma_bytes/elem %.2f, pipe_all/tile %.2f, est_cycles/elem %.2f\n", \
-        dir, dtype, v["hazards"], per_elem, v["vector_instr"] / n, v["dma_bytes"] / n, pat, est / n
+    printf "ascendc %s %s: hazards %d, scalar_ub/elem %.3f, vector_instr/elem %.4f, dma_bytes/elem %.2f, dma_in/stream %.2f, pipe_all/tile %.2f, est_cycles/elem %.2f, est_GBps %.1f\n", \
+        dir, dtype, v["hazards"], per_elem, v["vector_instr"] / n, v["dma_bytes"] / n, dma_in, pat, est / n, gbps
     printf "  (%s %s: %.0f%% of vector instructions issued with a copy-in in flight, %.0f%% with a copy-out)\n", \
         dir, dtype, 100 * v["vector_with_copy_in"] / v["vector_instr"], 100 * v["vector_with_copy_out"] / v["vector_instr"]
     if (v["hazards"] != 0) bad = 1
