@@ -21,6 +21,12 @@ constexpr uint32_t TABLE_SLOTS = 512;     // symbol / rank table, zero padded pa
 
 // Orders the earlier instructions of event E's source pipe before the later ones of its
 // destination pipe (a SetFlag/WaitFlag pair): the targeted replacement for PipeBarrier<PIPE_ALL>.
+// Used only between V, MTE2 and MTE3 where a TBuf gets no queue events, and for S -> MTE3 in
+// store_word (the SetFlag page's own example: a SetValue before a DataCopy out). The orderings
+// between the scalar unit and a pipe's earlier work (MTE2 -> S, MTE3 -> S, V -> S) and within V
+// are the BiSheng compiler's automatic synchronisation (--cce-auto-sync, on by default for kernel
+// launch and custom operator projects; "Automatic Synchronization" in the BiSheng compiler
+// guide), so the kernels add no flags of those kinds; the CPU model applies them the same way.
 template <AscendC::HardEvent E>
 __aicore__ inline void sync_pipes() {
     AscendC::TEventID id = AscendC::GetTPipePtr()->FetchEventID(E);
@@ -276,8 +282,7 @@ __aicore__ inline uint32_t parse_frame_header(const LocalTensor<uint8_t>& b, con
 // (through the data cache, which writes whole lines back) could undo another core's word.
 __aicore__ inline void store_word(const GlobalTensor<uint32_t>& dst, uint32_t i, const LocalTensor<uint32_t>& word,
                                   uint32_t value) {
-    sync_pipes<AscendC::HardEvent::MTE3_S>();  // the previous word has left
-    word.SetValue(0, value);
+    word.SetValue(0, value);  // after the previous word has left: MTE3 -> S is automatic
     sync_pipes<AscendC::HardEvent::S_MTE3>();
     AscendC::DataCopyExtParams copy(1, sizeof(uint32_t), 0, 0, 0);
     AscendC::DataCopyPad(dst[i], word, copy);
@@ -393,7 +398,6 @@ __aicore__ inline uint32_t build_mask(const LocalTensor<uint16_t>& v, uint32_t n
     AscendC::Cast(hv, v.ReinterpretCast<int16_t>(), AscendC::RoundMode::CAST_NONE, n128);
     AscendC::Duplicate(hc, half(float(value)), int32_t(n128));
     AscendC::Compare(mask, hv, hc, mode, n128);
-    sync_pipes<AscendC::HardEvent::V_S>();
     LocalTensor<uint64_t> words = mask.ReinterpretCast<uint64_t>();
     uint32_t count = 0;
     for (uint32_t w = 0; w * 64 < n; w++) {

@@ -9,9 +9,10 @@
 //      pair, or a queue event (EnQue -> DeQue orders the queue's producer pipe before its
 //      consumer pipe, FreeTensor -> AllocTensor the consumer before the producer). Ordering is
 //      tracked with one vector clock per pipe, so it is transitive (V waits MTE2, MTE3 waits V:
-//      MTE3 is after MTE2). Scalar accesses are synchronised by the compiler: a scalar access to
-//      bytes a pipe touched waits for that pipe, and since the scalar unit issues every later
-//      instruction, all pipes are then ordered after it.
+//      MTE3 is after MTE2). Scalar accesses are synchronised by the compiler (--cce-auto-sync,
+//      "Automatic Synchronization" in the BiSheng compiler guide: MTE2, MTE3 and V with the
+//      scalar unit): a scalar access to bytes a pipe touched waits for that pipe, and since the
+//      scalar unit issues every later instruction, all pipes are then ordered after it.
 //      Within one DMA pipe, two copies whose destinations overlap (MTE2 on UB, MTE3 on GM) are a
 //      write-after-write hazard unless PipeBarrier<PIPE_MTE2> / <PIPE_MTE3>, PIPE_ALL or a wait
 //      that covers the earlier copy separates them: the PipeBarrier sample of asc-devkit
@@ -35,9 +36,9 @@
 //      that needs scratch space takes stay free, so any such API may be added), at most 64
 //      buffers per TPipe, Gather repeat count <= 255, SetFlag/WaitFlag event ids 0..7.
 //   R7 counters: vector instructions and their 256-byte repeats, DMA operations and bytes (and the
-//      bytes copied in), scalar
-//      UB and GM accesses, PIPE_ALL barriers, SetFlag/WaitFlag pairs, and the vector instructions
-//      issued while an earlier copy-in / copy-out may still run (stats()).
+//      bytes copied in), scalar UB and GM accesses, PIPE_ALL barriers, SetFlag/WaitFlag pairs
+//      (the kernel's and those the compiler inserts before a scalar access that must wait), and
+//      the vector instructions issued while an earlier copy-in / copy-out may still run (stats()).
 //
 // R1-R3 violations are hazards: counted, the first few printed, and with ENEC_SIM_HAZARDS=abort
 // (or hazard_abort = true) fatal at once. Everything else the documentation forbids aborts.
@@ -494,11 +495,18 @@ inline void instr(int u, const char* what, std::initializer_list<Access> ops) {
 
 // The compiler's automatic scalar synchronisation: before the scalar unit touches bytes a pipe
 // wrote (or, for a write, read), it waits for that pipe; every later instruction is issued after.
+// A wait that orders something not yet ordered counts as one flag pair (R7): the compiler
+// inserts a SetFlag/WaitFlag there.
 inline void scalar_waits(Core& c, int q, uint32_t stamp) {
     if (q == U_S || stamp == 0) return;
+    bool waited = false;
     for (auto& k : c.clk)
-        if (k.c[q] < stamp) k.c[q] = stamp;
+        if (k.c[q] < stamp) {
+            k.c[q] = stamp;
+            waited = true;
+        }
     if (c.done[q] < stamp) c.done[q] = stamp;
+    stats().flag_pairs += waited;
 }
 
 // Pipe `p` waits for what clock `o` covers (a flag or queue event): p's own instructions that
