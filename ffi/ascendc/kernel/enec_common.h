@@ -34,6 +34,12 @@ __aicore__ inline void sync_pipes() {
     AscendC::WaitFlag<E>(id);
 }
 
+// Register-level scalar work (no UB or GM access) in the loops where it adds up: the CPU model
+// counts it (R7, a hand count of the C-level operations of each loop body); CANN: nothing.
+#ifndef ENEC_SCALAR_OPS
+#define ENEC_SCALAR_OPS(n) ((void)0)
+#endif
+
 __aicore__ inline uint32_t pad32(uint32_t x) { return (x + 31u) & ~31u; }
 __aicore__ inline uint32_t round_up(uint32_t x, uint32_t m) { return (x + m - 1) / m * m; }
 __aicore__ inline uint32_t min_u32(uint32_t a, uint32_t b) { return a < b ? a : b; }
@@ -91,6 +97,7 @@ __aicore__ inline Plane plane_at(uint32_t offset, uint32_t width, uint32_t count
             p.end += pad32(2 * words);
         }
     }
+    ENEC_SCALAR_OPS(24 + 11 * p.len);  // 5 tests of `width`, 11 per sub-plane
     return p;
 }
 
@@ -157,6 +164,7 @@ __aicore__ inline Layout frame_layout(const Dtype& d, uint32_t elements, const P
         at = l.planes[p.levels].end;
         l.planeCount = p.levels + 1;
     }
+    ENEC_SCALAR_OPS(12 + 4 * l.planeCount);
     l.bytes = at;
     return l;
 }

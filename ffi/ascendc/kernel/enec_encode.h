@@ -424,7 +424,9 @@ private:
                 order[j] = order[j - 1];
                 orderCount[j] = orderCount[j - 1];
                 j--;
+                ENEC_SCALAR_OPS(7);
             }
+            ENEC_SCALAR_OPS(6);
             order[j] = uint8_t(v);
             orderCount[j] = c;
         }
@@ -463,6 +465,7 @@ private:
                     start += (1u << p.widths[j]) - 1;
                     p.counts[j] = elements - covered_by(start);
                 }
+                ENEC_SCALAR_OPS(21 + 12 * levels);  // clear, widths, starts and counts, the test
                 if (start > alphabet) continue;
                 uint32_t bytes = frame_layout(dt, elements, p).bytes;
                 if (bytes < bestBytes) {
@@ -478,6 +481,7 @@ private:
     __aicore__ inline static uint32_t groups_width(uint32_t base, uint32_t lo, uint32_t hi, uint32_t e) {
         for (uint32_t n = 1; n < e; n++) {
             int32_t mid = int32_t(1) << (n - 1);
+            ENEC_SCALAR_OPS(7);
             if (int32_t(base) - mid < int32_t(lo) && int32_t(hi) <= int32_t(base) + mid) return n;
         }
         return e;
@@ -536,6 +540,7 @@ private:
                 p.width = width;
                 p.low = low;
                 p.flagged = low == width ? 0 : groups - unflagged[c][low];
+                ENEC_SCALAR_OPS(29);  // clear, 7 fields, the flagged count, the test
                 uint32_t bytes = frame_layout(dt, elements, p).bytes;
                 if (bytes < bestBytes) {
                     bestBytes = bytes;

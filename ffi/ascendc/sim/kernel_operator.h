@@ -36,6 +36,8 @@
 #define __gm__
 #define GM_ADDR uint8_t*
 #define KERNEL_TASK_TYPE_DEFAULT(x)
+// The kernels' count of register-level scalar work (enec_common.h), R7.
+#define ENEC_SCALAR_OPS(n) (void)(::ascendc_sim::stats().scalar_ops += uint64_t(n))
 
 namespace ascendc_sim {
 // A 16-bit float used only as the Compare operand type. Values are kept as float; conversions

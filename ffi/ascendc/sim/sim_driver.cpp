@@ -13,7 +13,7 @@
 //
 // On stderr, after the run, one line of counters (R7) that ffi/ascendc/check.sh turns into costs:
 //   ascendc-sim: stats <decode|encode> elements N stream_bytes S tiles T hazards H r1 .. r2 .. r3 .. vector_instr .. vector_repeats ..
-//   dma_ops .. dma_bytes .. dma_in_bytes .. scalar_ub .. scalar_gm .. pipe_all .. flag_pairs .. vector_with_copy_in ..
+//   dma_ops .. dma_bytes .. dma_in_bytes .. scalar_ub .. scalar_gm .. scalar_ops .. pipe_all .. flag_pairs .. vector_with_copy_in ..
 //   vector_with_copy_out .. ub_peak ..
 //
 // Build (what tests/ascendc.rs does):
@@ -56,7 +56,7 @@ int report(const char* what, uint64_t elements, uint32_t frameLog2, uint64_t str
     const ascendc_sim::Stats& s = ascendc_sim::stats();
     std::fprintf(stderr,
                  "ascendc-sim: stats %s elements %llu stream_bytes %llu tiles %llu hazards %llu r1 %llu r2 %llu r3 %llu vector_instr %llu vector_repeats %llu "
-                 "dma_ops %llu dma_bytes %llu dma_in_bytes %llu scalar_ub %llu scalar_gm %llu pipe_all %llu flag_pairs %llu "
+                 "dma_ops %llu dma_bytes %llu dma_in_bytes %llu scalar_ub %llu scalar_gm %llu scalar_ops %llu pipe_all %llu flag_pairs %llu "
                  "vector_with_copy_in %llu vector_with_copy_out %llu ub_peak %u\n",
                  what, (unsigned long long)elements, (unsigned long long)streamBytes,
                  (unsigned long long)tiles_of(elements, frameLog2),
@@ -64,7 +64,7 @@ int report(const char* what, uint64_t elements, uint32_t frameLog2, uint64_t str
                  (unsigned long long)s.by_rule[3], (unsigned long long)s.vector_instr,
                  (unsigned long long)s.vector_repeats, (unsigned long long)s.dma_ops, (unsigned long long)s.dma_bytes,
                  (unsigned long long)s.dma_in_bytes,
-                 (unsigned long long)s.scalar_ub, (unsigned long long)s.scalar_gm, (unsigned long long)s.pipe_all,
+                 (unsigned long long)s.scalar_ub, (unsigned long long)s.scalar_gm, (unsigned long long)s.scalar_ops, (unsigned long long)s.pipe_all,
                  (unsigned long long)s.flag_pairs, (unsigned long long)s.vector_with_copy_in,
                  (unsigned long long)s.vector_with_copy_out, ascendc_sim::world().ub_peak);
     const char* policy = std::getenv("ENEC_SIM_HAZARDS");

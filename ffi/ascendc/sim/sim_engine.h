@@ -36,7 +36,8 @@
 //      that needs scratch space takes stay free, so any such API may be added), at most 64
 //      buffers per TPipe, Gather repeat count <= 255, SetFlag/WaitFlag event ids 0..7.
 //   R7 counters: vector instructions and their 256-byte repeats, DMA operations and bytes (and the
-//      bytes copied in), scalar UB and GM accesses, PIPE_ALL barriers, SetFlag/WaitFlag pairs
+//      bytes copied in), scalar UB and GM accesses, the register-level scalar work the kernels
+//      count in their parameter searches and layouts (ENEC_SCALAR_OPS), PIPE_ALL barriers, SetFlag/WaitFlag pairs
 //      (the kernel's and those the compiler inserts before a scalar access that must wait), and
 //      the vector instructions issued while an earlier copy-in / copy-out may still run (stats()).
 //
@@ -106,6 +107,7 @@ struct Stats {
     uint64_t vector_instr = 0, vector_repeats = 0;
     uint64_t dma_ops = 0, dma_bytes = 0, dma_in_bytes = 0;  // all DMA bytes; those copied GM -> UB
     uint64_t scalar_ub = 0, scalar_gm = 0;
+    uint64_t scalar_ops = 0;  // register-level scalar work the kernels count (ENEC_SCALAR_OPS)
     uint64_t pipe_all = 0, flag_pairs = 0;
     // Vector instructions issued while a copy-in (MTE2) or copy-out (MTE3) issued earlier is not
     // yet ordered before them, i.e. free to run at the same time: what double buffering buys.
