@@ -101,6 +101,19 @@ __aicore__ inline Plane plane_at(uint32_t offset, uint32_t width, uint32_t count
     return p;
 }
 
+// plane_at(offset, width, count).end - offset: the plane's bytes.
+__aicore__ inline uint32_t plane_bytes(uint32_t width, uint32_t count) {
+    uint32_t bytes = 0, subs = 0;
+    for (uint32_t bits = 1; bits <= 16; bits <<= 1) {
+        if ((width & bits) != 0) {
+            bytes += pad32(2 * ((count * bits + 15) / 16));
+            subs++;
+        }
+    }
+    ENEC_SCALAR_OPS(20 + 7 * subs);  // 5 tests of `width`, 7 per sub-plane
+    return bytes;
+}
+
 enum Coding : uint32_t { CODING_STORED = 0, CODING_GROUPS = 1, CODING_RANKED = 2 };
 
 struct Params {
