@@ -559,23 +559,26 @@ private:
         groups_unflagged(first, candidates, lo, hi);
         uint32_t bestBytes = 0xFFFFFFFFu;
         clear_params(best);
-        Params p;
+        // frame_layout(..).bytes of a groups frame, plane by plane: header, residual and the flag
+        // plane are the same for every candidate.
+        const uint32_t fixed = HEADER_BYTES + plane_bytes(1 + dt.m - dead, elements) + plane_bytes(1, groups);
         for (uint32_t c = 0; c < candidates; c++) {
             uint32_t base = first + c;
             uint32_t width = groups_width(base, lo, hi, dt.e);
             for (uint32_t low = 0; low <= width; low++) {
-                clear_params(p);
-                p.coding = CODING_GROUPS;
-                p.dead = dead;
-                p.base = base;
-                p.width = width;
-                p.low = low;
-                p.flagged = low == width ? 0 : groups - unflagged[c][low];
-                ENEC_SCALAR_OPS(29);  // clear, 7 fields, the flagged count, the test
-                uint32_t bytes = frame_layout(dt, elements, p).bytes;
+                uint32_t flagged = low == width ? 0 : groups - unflagged[c][low];
+                uint32_t bytes = fixed + plane_bytes(low, 16 * groups) + plane_bytes(width - low, 16 * flagged);
+                ENEC_SCALAR_OPS(12);  // the flagged count, the sum, the test
                 if (bytes < bestBytes) {
                     bestBytes = bytes;
-                    best = p;
+                    clear_params(best);
+                    best.coding = CODING_GROUPS;
+                    best.dead = dead;
+                    best.base = base;
+                    best.width = width;
+                    best.low = low;
+                    best.flagged = flagged;
+                    ENEC_SCALAR_OPS(24);
                 }
             }
         }
