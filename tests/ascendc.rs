@@ -425,6 +425,54 @@ fn ascendc_minilm_slice() {
     check_all(cases);
 }
 
+/// Frames of many tiles on every tile path: stored frames (random bytes) of 2^14 and 2^16
+/// elements, exponents spread over the whole alphabet (every escape level, flagged groups) and
+/// dead low bits, each with a partial last frame and a partial last tile, in every coding.
+/// Hazards that need a buffer to be reused across tiles of one frame show only here.
+#[test]
+fn ascendc_multi_tile_frames_every_path() {
+    let mut rng = Rng(0x5EED_7117_0014);
+    let mut cases = Vec::new();
+    for dtype in Dtype::ALL {
+        let eb = dtype.element_bytes();
+        for log2 in [14u8, 16] {
+            let n = (1usize << log2) + 3 * 1024 + 333;
+            let random: Vec<u8> = (0..n * eb).map(|_| rng.next() as u8).collect();
+            for coding in CODINGS {
+                cases.push((
+                    format!("{dtype:?} {coding:?} random bytes (stored) n={n} frame=2^{log2}"),
+                    options(dtype, log2, coding, log2 == 14),
+                    random.clone(),
+                ));
+            }
+        }
+        let n = (1usize << 14) + 1000;
+        let wide: Vec<f32> = (0..n)
+            .map(|i| {
+                let e = (rng.next() % 60) as i32 - 30;
+                (1.0 + (i % 7) as f32 / 8.0) * 2f32.powi(e) * if i % 3 == 0 { -1.0 } else { 1.0 }
+            })
+            .collect();
+        let w = weights(&mut rng, n);
+        let dead: Vec<f32> = w.iter().map(|&v| bf16::from_f32(v).to_f32()).collect();
+        for coding in CODINGS {
+            cases.push((
+                format!("{dtype:?} {coding:?} wide exponents n={n} frame=2^14"),
+                options(dtype, 14, coding, true),
+                as_bytes(dtype, &wide),
+            ));
+            if dtype == Dtype::Fp32 {
+                cases.push((
+                    format!("Fp32 {coding:?} dead low bits n={n} frame=2^14"),
+                    options(dtype, 14, coding, false),
+                    as_bytes(dtype, &dead),
+                ));
+            }
+        }
+    }
+    check_all(cases);
+}
+
 /// Hazard-free and byte-exact on 1 and 48 blocks, at both frame-length extremes.
 #[test]
 fn ascendc_blocks_and_frame_lengths() {
@@ -609,4 +657,126 @@ fn ascendc_model_rules_can_fail() {
     let report = String::from_utf8_lossy(&out.stdout);
     eprintln!("{report}");
     assert!(out.status.success(), "a model rule misbehaves:\n{report}");
+}
+
+/// Kernel edits that break a documented rule, each made to a copy of the sources: the model
+/// must reject every one and name the rule (the rule cases of `sim_rules.cpp` are small kernels
+/// of their own; these are the real kernels, broken the way a change could break them).
+#[test]
+fn ascendc_model_rejects_broken_kernels() {
+    // (file under ffi/ascendc, text, replacement, direction, rule the rejection names)
+    let edits: [(&str, &str, &str, &str, &str); 4] = [
+        // A status word written by a 32-byte copy covers 7 other cores' words.
+        (
+            "kernel/enec_common.h",
+            "DataCopyExtParams copy(1, sizeof(uint32_t), 0, 0, 0);",
+            "DataCopyExtParams copy(1, 32, 0, 0, 0);",
+            "decode",
+            "R3 across cores",
+        ),
+        // Pass C reads the workspace before pass B's writes are known to have landed.
+        (
+            "kernel/enec_encode.h",
+            "sync_pipes<AscendC::HardEvent::MTE3_MTE2>();",
+            "",
+            "encode",
+            "R1 read-after-write on GM",
+        ),
+        // The frame header copied into a VECCALC buffer: not a DataCopy data path.
+        (
+            "kernel/enec_decode.h",
+            "AscendC::TBuf<TPosition::VECIN> headerBuf;",
+            "AscendC::TBuf<TPosition::VECCALC> headerBuf;",
+            "decode",
+            "R2 position",
+        ),
+        // The symbol table widened by V before its copy-in is known to have landed.
+        (
+            "kernel/enec_decode.h",
+            "sync_pipes<AscendC::HardEvent::MTE2_V>();",
+            "",
+            "decode",
+            "R1 read-after-write on UB",
+        ),
+    ];
+    let raw = std::fs::read(repo().join("tests/data/minilm-slice.f32.bin")).expect("MiniLM slice");
+    let values: Vec<f32> = raw
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    let options = options(Dtype::Bf16, 14, Coding::Auto, true);
+    let input = as_bytes(Dtype::Bf16, &values);
+    let stream = rust_encode(&options, &input);
+    let (input_file, stream_file, out_file) = (
+        scratch("broken-input.bin"),
+        scratch("broken-stream.enec"),
+        scratch("broken-out"),
+    );
+    std::fs::write(&input_file, &input).unwrap();
+    std::fs::write(&stream_file, &stream).unwrap();
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
+    let mut failures = Vec::new();
+    for (n, (file, from, to, direction, rule)) in edits.iter().enumerate() {
+        // A copy of the sources with the one edit.
+        let root = work_dir().join(format!("broken-{}-{n}", std::process::id()));
+        for dir in ["kernel", "sim", "host"] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+            for entry in std::fs::read_dir(repo().join("ffi/ascendc").join(dir)).unwrap() {
+                let path = entry.unwrap().path();
+                std::fs::copy(&path, root.join(dir).join(path.file_name().unwrap())).unwrap();
+            }
+        }
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        assert_eq!(
+            text.matches(from).count(),
+            1,
+            "{file}: the edit's text must occur exactly once: {from}"
+        );
+        std::fs::write(root.join(file), text.replace(from, to)).unwrap();
+        let binary = root.join("sim_driver");
+        let built = Command::new(&cxx)
+            .args(["-std=c++17", "-O2", "-w", "-I"])
+            .arg(root.join("sim"))
+            .arg("-I")
+            .arg(root.join("kernel"))
+            .arg(root.join("sim/sim_driver.cpp"))
+            .arg("-o")
+            .arg(&binary)
+            .status()
+            .expect("run the C++ compiler");
+        assert!(
+            built.success(),
+            "edit {n}: the broken kernel does not compile"
+        );
+        let mut cmd = Command::new(&binary);
+        if *direction == "decode" {
+            cmd.args(["decode"])
+                .arg(&stream_file)
+                .arg(&out_file)
+                .arg("8");
+        } else {
+            cmd.args(["encode", "1", "14", "0", "1"])
+                .arg(&input_file)
+                .arg(&out_file)
+                .arg("8");
+        }
+        let out = cmd.output().expect("run the broken kernel");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.success() || !stderr.contains(rule) {
+            failures.push(format!(
+                "edit {n} ({file}: {from:?} -> {to:?}): {} without \"{rule}\":\n{}",
+                if out.status.success() {
+                    "accepted"
+                } else {
+                    "rejected"
+                },
+                stderr.lines().take(4).collect::<Vec<_>>().join("\n")
+            ));
+        }
+        let _ = std::fs::remove_dir_all(&root);
+    }
+    for f in [&input_file, &stream_file, &out_file] {
+        let _ = std::fs::remove_file(f);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -21,12 +21,24 @@ constexpr uint32_t TABLE_SLOTS = 512;     // symbol / rank table, zero padded pa
 
 // Orders the earlier instructions of event E's source pipe before the later ones of its
 // destination pipe (a SetFlag/WaitFlag pair): the targeted replacement for PipeBarrier<PIPE_ALL>.
+// Used only between V, MTE2 and MTE3 where a TBuf gets no queue events, and for S -> MTE3 in
+// store_word (the SetFlag page's own example: a SetValue before a DataCopy out). The orderings
+// between the scalar unit and a pipe's earlier work (MTE2 -> S, MTE3 -> S, V -> S) and within V
+// are the BiSheng compiler's automatic synchronisation (--cce-auto-sync, on by default for kernel
+// launch and custom operator projects; "Automatic Synchronization" in the BiSheng compiler
+// guide), so the kernels add no flags of those kinds; the CPU model applies them the same way.
 template <AscendC::HardEvent E>
 __aicore__ inline void sync_pipes() {
     AscendC::TEventID id = AscendC::GetTPipePtr()->FetchEventID(E);
     AscendC::SetFlag<E>(id);
     AscendC::WaitFlag<E>(id);
 }
+
+// Register-level scalar work (no UB or GM access) in the loops where it adds up: the CPU model
+// counts it (R7, a hand count of the C-level operations of each loop body); CANN: nothing.
+#ifndef ENEC_SCALAR_OPS
+#define ENEC_SCALAR_OPS(n) ((void)0)
+#endif
 
 __aicore__ inline uint32_t pad32(uint32_t x) { return (x + 31u) & ~31u; }
 __aicore__ inline uint32_t round_up(uint32_t x, uint32_t m) { return (x + m - 1) / m * m; }
@@ -85,7 +97,21 @@ __aicore__ inline Plane plane_at(uint32_t offset, uint32_t width, uint32_t count
             p.end += pad32(2 * words);
         }
     }
+    ENEC_SCALAR_OPS(24 + 11 * p.len);  // 5 tests of `width`, 11 per sub-plane
     return p;
+}
+
+// plane_at(offset, width, count).end - offset: the plane's bytes.
+__aicore__ inline uint32_t plane_bytes(uint32_t width, uint32_t count) {
+    uint32_t bytes = 0, subs = 0;
+    for (uint32_t bits = 1; bits <= 16; bits <<= 1) {
+        if ((width & bits) != 0) {
+            bytes += pad32(2 * ((count * bits + 15) / 16));
+            subs++;
+        }
+    }
+    ENEC_SCALAR_OPS(20 + 7 * subs);  // 5 tests of `width`, 7 per sub-plane
+    return bytes;
 }
 
 enum Coding : uint32_t { CODING_STORED = 0, CODING_GROUPS = 1, CODING_RANKED = 2 };
@@ -151,6 +177,7 @@ __aicore__ inline Layout frame_layout(const Dtype& d, uint32_t elements, const P
         at = l.planes[p.levels].end;
         l.planeCount = p.levels + 1;
     }
+    ENEC_SCALAR_OPS(12 + 4 * l.planeCount);
     l.bytes = at;
     return l;
 }
@@ -276,8 +303,7 @@ __aicore__ inline uint32_t parse_frame_header(const LocalTensor<uint8_t>& b, con
 // (through the data cache, which writes whole lines back) could undo another core's word.
 __aicore__ inline void store_word(const GlobalTensor<uint32_t>& dst, uint32_t i, const LocalTensor<uint32_t>& word,
                                   uint32_t value) {
-    sync_pipes<AscendC::HardEvent::MTE3_S>();  // the previous word has left
-    word.SetValue(0, value);
+    word.SetValue(0, value);  // after the previous word has left: MTE3 -> S is automatic
     sync_pipes<AscendC::HardEvent::S_MTE3>();
     AscendC::DataCopyExtParams copy(1, sizeof(uint32_t), 0, 0, 0);
     AscendC::DataCopyPad(dst[i], word, copy);
@@ -393,7 +419,6 @@ __aicore__ inline uint32_t build_mask(const LocalTensor<uint16_t>& v, uint32_t n
     AscendC::Cast(hv, v.ReinterpretCast<int16_t>(), AscendC::RoundMode::CAST_NONE, n128);
     AscendC::Duplicate(hc, half(float(value)), int32_t(n128));
     AscendC::Compare(mask, hv, hc, mode, n128);
-    sync_pipes<AscendC::HardEvent::V_S>();
     LocalTensor<uint64_t> words = mask.ReinterpretCast<uint64_t>();
     uint32_t count = 0;
     for (uint32_t w = 0; w * 64 < n; w++) {

@@ -127,7 +127,6 @@ private:
 
         LocalTensor<uint8_t> header = headerBuf.Get<uint8_t>();
         AscendC::DataCopy(header, streamGm[frameOff], HEADER_BYTES);
-        sync_pipes<AscendC::HardEvent::MTE2_S>();
         uint32_t frameBytes = 0, checksum = 0;
         uint32_t st = parse_frame_header(header, dt, elements, params, frameBytes, checksum);
         if (st != ENEC_FRAME_OK) return st;
@@ -184,7 +183,6 @@ private:
         if (layout.tableLen > 0) {
             AscendC::DataCopy(raw, frameGm[layout.tableAt], pad32(layout.tableLen));
             if (dt.e < 8) {  // entries must fit E bits (8-bit exponents: every byte does)
-                sync_pipes<AscendC::HardEvent::MTE2_S>();
                 for (uint32_t r = 0; r < layout.tableLen; r++)
                     if ((uint32_t(raw.GetValue(r)) >> dt.e) != 0) return ENEC_FRAME_CORRUPT;
             }
@@ -301,7 +299,6 @@ private:
 
     // Lane n - 1 of inclusive prefix sums: the one scalar read a scan needs.
     __aicore__ inline uint32_t Total(const LocalTensor<int16_t>& incl, uint32_t n) {
-        sync_pipes<AscendC::HardEvent::V_S>();
         return uint32_t(incl.GetValue(n - 1));
     }
 
@@ -549,8 +546,11 @@ private:
     AscendC::TQue<TPosition::VECIN, BUFFER_NUM> stageQue;  // depth 2: tile i + 1 staged while tile i is used
     AscendC::TQue<TPosition::VECOUT, BUFFER_NUM> outQue;
     AscendC::TQue<TPosition::VECIN, BUFFER_NUM> passQue;  // stored frames' tiles
-    AscendC::TBuf<TPosition::VECCALC> statusBuf, headerBuf, tableBuf, pairBuf, xBuf, wideBuf, levelBuf, spanBuf, offsBuf, wordBuf,
-        ilvBuf, dlvBuf, flagBuf, escBuf, rankBuf, scanBuf, scanOffsBuf, iotaBuf, modBuf, h32Buf;
+    AscendC::TBuf<TPosition::VECCALC> tableBuf, pairBuf, xBuf, wideBuf, levelBuf, spanBuf, offsBuf, wordBuf, ilvBuf,
+        dlvBuf, flagBuf, escBuf, rankBuf, scanBuf, scanOffsBuf, iotaBuf, modBuf, h32Buf;
+    // Filled by DataCopy (GM -> VECIN) / copied out by DataCopyPad (VECOUT -> GM).
+    AscendC::TBuf<TPosition::VECIN> headerBuf;
+    AscendC::TBuf<TPosition::VECOUT> statusBuf;
     Scan scan;
     LocalTensor<uint32_t> ilv;
     GlobalTensor<uint8_t> streamGm, outGm, frameGm;

@@ -424,7 +424,9 @@ private:
                 order[j] = order[j - 1];
                 orderCount[j] = orderCount[j - 1];
                 j--;
+                ENEC_SCALAR_OPS(7);
             }
+            ENEC_SCALAR_OPS(6);
             order[j] = uint8_t(v);
             orderCount[j] = c;
         }
@@ -439,45 +441,78 @@ private:
     __aicore__ inline uint32_t covered_by(uint32_t s) const { return s >= present ? elements : covered[s]; }
 
     // choose_ranked (src/kernels/): L = 1..3, widths in lexicographic order over 1..E, skipping
-    // S_L > 2^E; the first smallest frame wins.
+    // S_L > 2^E; the first smallest frame wins. A candidate's size is frame_layout(..).bytes,
+    // summed here plane by plane so that the planes a width prefix fixes are sized once:
+    // header + pad32(S_L) + residual + level planes + exponent plane.
     __aicore__ inline uint32_t choose_ranked(uint32_t dead, Params& best) {
-        uint32_t alphabet = 1u << dt.e;
+        const uint32_t E = dt.e, alphabet = 1u << E;
+        const uint32_t fixed = HEADER_BYTES + plane_bytes(1 + dt.m - dead, elements);
+        uint32_t first[9];  // level 1's plane (all elements) per width
+        for (uint32_t w = 1; w <= E; w++) first[w] = plane_bytes(w, elements);
         uint32_t bestBytes = 0xFFFFFFFFu;
         clear_params(best);
-        Params p;
+        uint32_t widths[MAX_LEVELS];
         for (uint32_t levels = 1; levels <= MAX_LEVELS; levels++) {
-            uint32_t total = 1;
-            for (uint32_t j = 0; j < levels; j++) total *= dt.e;
-            for (uint32_t index = 0; index < total; index++) {
-                clear_params(p);
-                p.coding = CODING_RANKED;
-                p.dead = dead;
-                p.levels = levels;
-                uint32_t rest = index;
-                for (uint32_t jj = levels; jj > 0; jj--) {
-                    p.widths[jj - 1] = rest % dt.e + 1;
-                    rest /= dt.e;
+            for (uint32_t w0 = 1; w0 <= E; w0++) {
+                widths[0] = w0;
+                uint32_t s1 = (1u << w0) - 1, c1 = elements - covered_by(s1);
+                uint32_t b0 = fixed + first[w0];
+                ENEC_SCALAR_OPS(10);
+                if (levels == 1) {
+                    consider_ranked(dead, 1, widths, s1, b0 + plane_bytes(E, c1), alphabet, bestBytes, best);
+                    continue;
                 }
-                uint32_t start = 0;
-                for (uint32_t j = 0; j < levels; j++) {
-                    start += (1u << p.widths[j]) - 1;
-                    p.counts[j] = elements - covered_by(start);
-                }
-                if (start > alphabet) continue;
-                uint32_t bytes = frame_layout(dt, elements, p).bytes;
-                if (bytes < bestBytes) {
-                    bestBytes = bytes;
-                    best = p;
+                for (uint32_t w1 = 1; w1 <= E; w1++) {
+                    widths[1] = w1;
+                    uint32_t s2 = s1 + (1u << w1) - 1;
+                    ENEC_SCALAR_OPS(6);
+                    if (s2 > alphabet) continue;  // so is every S_3 past it
+                    uint32_t c2 = elements - covered_by(s2), b1 = b0 + plane_bytes(w1, c1);
+                    ENEC_SCALAR_OPS(4);
+                    if (levels == 2) {
+                        consider_ranked(dead, 2, widths, s2, b1 + plane_bytes(E, c2), alphabet, bestBytes, best);
+                        continue;
+                    }
+                    for (uint32_t w2 = 1; w2 <= E; w2++) {
+                        widths[2] = w2;
+                        uint32_t s3 = s2 + (1u << w2) - 1, c3 = elements - covered_by(s3);
+                        ENEC_SCALAR_OPS(10);
+                        if (s3 > alphabet) continue;  // (consider_ranked would skip it too)
+                        consider_ranked(dead, 3, widths, s3, b1 + plane_bytes(w2, c2) + plane_bytes(E, c3), alphabet,
+                                        bestBytes, best);
+                    }
                 }
             }
         }
         return bestBytes;
     }
 
+    // One candidate of choose_ranked: `planes` are its plane bytes past the table.
+    __aicore__ inline void consider_ranked(uint32_t dead, uint32_t levels, const uint32_t* widths, uint32_t start,
+                                           uint32_t planes, uint32_t alphabet, uint32_t& bestBytes, Params& best) {
+        ENEC_SCALAR_OPS(6);
+        if (start > alphabet) return;
+        uint32_t bytes = planes + pad32(start);
+        if (bytes >= bestBytes) return;
+        bestBytes = bytes;
+        clear_params(best);
+        best.coding = CODING_RANKED;
+        best.dead = dead;
+        best.levels = levels;
+        uint32_t at = 0;
+        for (uint32_t j = 0; j < levels; j++) {
+            best.widths[j] = widths[j];
+            at += (1u << widths[j]) - 1;
+            best.counts[j] = elements - covered_by(at);
+        }
+        ENEC_SCALAR_OPS(20 + 8 * levels);
+    }
+
     // groups_width (src/kernels/)
     __aicore__ inline static uint32_t groups_width(uint32_t base, uint32_t lo, uint32_t hi, uint32_t e) {
         for (uint32_t n = 1; n < e; n++) {
             int32_t mid = int32_t(1) << (n - 1);
+            ENEC_SCALAR_OPS(7);
             if (int32_t(base) - mid < int32_t(lo) && int32_t(hi) <= int32_t(base) + mid) return n;
         }
         return e;
@@ -524,22 +559,26 @@ private:
         groups_unflagged(first, candidates, lo, hi);
         uint32_t bestBytes = 0xFFFFFFFFu;
         clear_params(best);
-        Params p;
+        // frame_layout(..).bytes of a groups frame, plane by plane: header, residual and the flag
+        // plane are the same for every candidate.
+        const uint32_t fixed = HEADER_BYTES + plane_bytes(1 + dt.m - dead, elements) + plane_bytes(1, groups);
         for (uint32_t c = 0; c < candidates; c++) {
             uint32_t base = first + c;
             uint32_t width = groups_width(base, lo, hi, dt.e);
             for (uint32_t low = 0; low <= width; low++) {
-                clear_params(p);
-                p.coding = CODING_GROUPS;
-                p.dead = dead;
-                p.base = base;
-                p.width = width;
-                p.low = low;
-                p.flagged = low == width ? 0 : groups - unflagged[c][low];
-                uint32_t bytes = frame_layout(dt, elements, p).bytes;
+                uint32_t flagged = low == width ? 0 : groups - unflagged[c][low];
+                uint32_t bytes = fixed + plane_bytes(low, 16 * groups) + plane_bytes(width - low, 16 * flagged);
+                ENEC_SCALAR_OPS(12);  // the flagged count, the sum, the test
                 if (bytes < bestBytes) {
                     bestBytes = bytes;
-                    best = p;
+                    clear_params(best);
+                    best.coding = CODING_GROUPS;
+                    best.dead = dead;
+                    best.base = base;
+                    best.width = width;
+                    best.low = low;
+                    best.flagged = flagged;
+                    ENEC_SCALAR_OPS(24);
                 }
             }
         }
@@ -990,8 +1029,9 @@ private:
     AscendC::TQue<TPosition::VECIN, BUFFER_NUM> inQue;
     AscendC::TQue<TPosition::VECOUT, BUFFER_NUM> outQue;
     AscendC::TBuf<TPosition::VECCALC> xBuf, xhBuf, rankBuf, wideBuf, wordBuf, offsBuf, ilvBuf, dlvBuf, cmpBuf, maskBuf,
-        accBuf, histBuf, reduceBuf, rankTabBuf, byteBuf, sizeBuf, rangeBuf, rangeHalfBuf, flagMaskBuf,
-        packTmpBuf, scratchBuf, h32Buf;
+        accBuf, histBuf, reduceBuf, rankTabBuf, rangeBuf, rangeHalfBuf, flagMaskBuf, packTmpBuf, scratchBuf, h32Buf;
+    // Copied out by DataCopy / DataCopyPad: the data path is VECOUT -> GM.
+    AscendC::TBuf<TPosition::VECOUT> byteBuf, sizeBuf;
     LocalTensor<uint32_t> ilv, dlv;
     GlobalTensor<uint8_t> inGm, slotsGm, headerGm, frameGm;
     GlobalTensor<uint16_t> wsGm, frameWords;

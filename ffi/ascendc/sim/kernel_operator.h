@@ -7,7 +7,7 @@
 //
 // Semantics follow the documentation; everything the documentation forbids aborts with a message
 // (ENEC_SIM_CHECK) instead of silently doing something:
-//   * Unified Buffer: 192 KB per core; TPipe::InitBuffer allocations are tracked against it.
+//   * Unified Buffer: 192 KB per core, of which TPipe::InitBuffer may hand out 184 KB (R6).
 //   * LocalTensor: every vector/copy operand must start 32-byte aligned; every access is bounds
 //     checked against its buffer; a queue tensor may only be touched while allocated or dequeued.
 //   * TQue: AllocTensor with every buffer in use, EnQue of a tensor not allocated from the queue,
@@ -36,6 +36,8 @@
 #define __gm__
 #define GM_ADDR uint8_t*
 #define KERNEL_TASK_TYPE_DEFAULT(x)
+// The kernels' count of register-level scalar work (enec_common.h), R7.
+#define ENEC_SCALAR_OPS(n) (void)(::ascendc_sim::stats().scalar_ops += uint64_t(n))
 
 namespace ascendc_sim {
 // A 16-bit float used only as the Compare operand type. Values are kept as float; conversions
@@ -89,10 +91,16 @@ constexpr int event_dst(HardEvent e) {
 }
 }  // namespace sim_detail
 
-// PIPE_ALL: every pipe waits for every issued instruction. Other pipes: in-order already.
+// PIPE_ALL: every pipe waits for every issued instruction. PIPE_MTE2 / PIPE_MTE3 / PIPE_V: that
+// pipe's next instruction waits for its earlier ones (R1: overlapping copies of one DMA pipe).
 template <pipe_t pipe>
 inline void PipeBarrier() {
+    static_assert(pipe == PIPE_ALL || pipe == PIPE_MTE2 || pipe == PIPE_MTE3 || pipe == PIPE_V,
+                  "PipeBarrier: this model implements PIPE_ALL, PIPE_V, PIPE_MTE2 and PIPE_MTE3");
     if (pipe == PIPE_ALL) ascendc_sim::pipe_all();
+    else if (pipe == PIPE_MTE2) ascendc_sim::pipe_barrier(ascendc_sim::U_MTE2);
+    else if (pipe == PIPE_MTE3) ascendc_sim::pipe_barrier(ascendc_sim::U_MTE3);
+    else ascendc_sim::pipe_barrier(ascendc_sim::U_V);
 }
 
 template <HardEvent event>
@@ -225,6 +233,11 @@ constexpr uint8_t producer_of(TPosition src) {
 constexpr uint8_t consumer_of(TPosition dst) {
     return dst == TPosition::VECOUT ? ascendc_sim::U_MTE3 : ascendc_sim::U_V;
 }
+constexpr uint8_t position_bit(TPosition p) {
+    return p == TPosition::VECIN ? ascendc_sim::POS_VECIN
+           : p == TPosition::VECOUT ? ascendc_sim::POS_VECOUT
+           : p == TPosition::VECCALC ? ascendc_sim::POS_VECCALC : 0;
+}
 }  // namespace sim_detail
 
 // A queue between two positions: TQue<POS, DEPTH> is TQueBind<POS, POS, DEPTH>. EnQue -> DeQue
@@ -241,10 +254,13 @@ public:
     LocalTensor<T> AllocTensor() {
         ascendc_sim::yield_point();
         ENEC_SIM_CHECK(num_ > 0, "AllocTensor on a queue without InitBuffer");
-        for (int i = 0; i < num_; i++) {
+        // R5: ring order, from the buffer after the one handed out last.
+        for (int k = 0; k < num_; k++) {
+            int i = (cursor_ + k) % num_;
             if (slots_[i].state == ascendc_sim::SLOT_FREE) {
+                cursor_ = (i + 1) % num_;
                 slots_[i].state = ascendc_sim::SLOT_ALLOCATED;
-                ascendc_sim::core().clk[kProducer].join(slots_[i].freed);
+                ascendc_sim::order_after(ascendc_sim::core(), kProducer, slots_[i].freed);
                 return LocalTensor<T>(&slots_[i], slots_[i].offset, slots_[i].bytes / sizeof(T));
             }
         }
@@ -269,7 +285,7 @@ public:
         head_ = (head_ + 1) % kMax;
         count_--;
         s->state = ascendc_sim::SLOT_DEQUEUED;
-        ascendc_sim::core().clk[kConsumer].join(s->enqueued);
+        ascendc_sim::order_after(ascendc_sim::core(), kConsumer, s->enqueued);
         return LocalTensor<T>(s, s->offset, s->bytes / sizeof(T));
     }
     template <class T>
@@ -293,7 +309,7 @@ private:
     }
     ascendc_sim::Slot slots_[kMax];
     ascendc_sim::Slot* fifo_[kMax] = {};
-    int num_ = 0, head_ = 0, count_ = 0;
+    int num_ = 0, head_ = 0, count_ = 0, cursor_ = 0;
 };
 
 template <TPosition POS, int32_t DEPTH>
@@ -351,6 +367,7 @@ public:
             q.slots_[i].state = ascendc_sim::SLOT_FREE;
             q.slots_[i].producer = q.kProducer;
             q.slots_[i].consumer = q.kConsumer;
+            q.slots_[i].positions = sim_detail::position_bit(SRC) | sim_detail::position_bit(DST);
             live_.push_back(&q.slots_[i]);
         }
     }
@@ -360,6 +377,7 @@ public:
         b.slot_.offset = take(len);
         b.slot_.bytes = round(len);
         b.slot_.state = ascendc_sim::SLOT_TBUF;
+        b.slot_.positions = sim_detail::position_bit(POS);
     }
     // Event ids for SetFlag/WaitFlag. The model keys flags by (event, id); one id per event type
     // is enough for strictly paired SetFlag/WaitFlag.
@@ -372,7 +390,7 @@ private:
         ENEC_SIM_CHECK(len > 0, "InitBuffer of 0 bytes");
         ENEC_SIM_CHECK(++c.buffers <= ascendc_sim::MAX_BUFFERS_PER_PIPE, "R6: more than %u buffers in one TPipe",
                        ascendc_sim::MAX_BUFFERS_PER_PIPE);
-        uint32_t limit = c.scratch_api ? ascendc_sim::UB_BYTES_WITH_SCRATCH : ascendc_sim::UB_BYTES;
+        uint32_t limit = ascendc_sim::UB_BYTES_WITH_SCRATCH;  // R6
         uint32_t at = c.used;
         ENEC_SIM_CHECK(uint64_t(at) + round(len) <= limit,
                        "R6: Unified Buffer overflow: %u bytes in use, %u more requested, %u available", at, round(len),
@@ -437,8 +455,9 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, uint
     ENEC_SIM_CHECK(sim_detail::gm_aligned(src.GetPhyAddr()), "DataCopy GM->UB: GM address %p not 32-byte aligned",
                    (const void*)src.GetPhyAddr());
     src.check(0, count, "DataCopy GM->UB source");
+    ascendc_sim::check_path(dst.slot(), ascendc_sim::POS_VECIN, "DataCopy GM->UB", "GM -> VECIN");
     ascendc_sim::instr(ascendc_sim::U_MTE2, "DataCopy GM->UB", {src.rd(count), dst.wr(count)});
-    ascendc_sim::count_dma(bytes);
+    ascendc_sim::count_dma(bytes, true);
     std::memcpy(dst.addr(), src.GetPhyAddr(), bytes);
 }
 
@@ -453,8 +472,9 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, uint
     ENEC_SIM_CHECK(sim_detail::gm_aligned(dst.GetPhyAddr()), "DataCopy UB->GM: GM address %p not 32-byte aligned",
                    (const void*)dst.GetPhyAddr());
     dst.check(0, count, "DataCopy UB->GM destination");
+    ascendc_sim::check_path(src.slot(), ascendc_sim::POS_VECOUT, "DataCopy UB->GM", "VECOUT -> GM");
     ascendc_sim::instr(ascendc_sim::U_MTE3, "DataCopy UB->GM", {src.rd(count), dst.wr(count)});
-    ascendc_sim::count_dma(bytes);
+    ascendc_sim::count_dma(bytes, false);
     std::memcpy(dst.GetPhyAddr(), src.addr(), bytes);
 }
 
@@ -475,8 +495,10 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
     uint32_t rounded = (total * sizeof(T) + 31) / 32 * 32 / sizeof(T);
     dst.check_operand(rounded, "DataCopyPad GM->UB destination");
     src.check(0, n, "DataCopyPad GM->UB source");
+    ascendc_sim::check_path(dst.slot(), ascendc_sim::POS_VECIN | ascendc_sim::POS_VECOUT, "DataCopyPad GM->UB",
+                            "GM -> VECIN/VECOUT");
     ascendc_sim::instr(ascendc_sim::U_MTE2, "DataCopyPad GM->UB", {src.rd(n), dst.wr(rounded)});
-    ascendc_sim::count_dma(p.blockLen);
+    ascendc_sim::count_dma(p.blockLen, true);
     std::memset(dst.addr(), 0xA5, rounded * sizeof(T));
     if (pad.isPad) {
         for (uint32_t i = 0; i < pad.leftPadding; i++) std::memcpy(dst.addr() + i * sizeof(T), &pad.paddingValue, sizeof(T));
@@ -496,8 +518,10 @@ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, c
     uint32_t n = p.blockLen / sizeof(T);
     src.check_operand(n, "DataCopyPad UB->GM source");
     dst.check(0, n, "DataCopyPad UB->GM destination");
+    ascendc_sim::check_path(src.slot(), ascendc_sim::POS_VECIN | ascendc_sim::POS_VECOUT, "DataCopyPad UB->GM",
+                            "VECIN/VECOUT -> GM");
     ascendc_sim::instr(ascendc_sim::U_MTE3, "DataCopyPad UB->GM", {src.rd(n), dst.wr(n)});
-    ascendc_sim::count_dma(p.blockLen);
+    ascendc_sim::count_dma(p.blockLen, false);
     std::memcpy(dst.GetPhyAddr(), src.addr(), p.blockLen);
 }
 
@@ -561,7 +585,17 @@ inline void ShiftLeft(const LocalTensor<T>& dst, const LocalTensor<T>& src, cons
     sim_detail::unary_operands(dst, src, count, "ShiftLeft");
     ENEC_SIM_CHECK(uint64_t(scalarValue) < sizeof(T) * 8, "ShiftLeft by %llu bits on a %zu-bit type",
                    (unsigned long long)scalarValue, sizeof(T) * 8);
-    for (int32_t i = 0; i < count; i++) dst.ptr()[i] = T(std::make_unsigned_t<T>(src.ptr()[i]) << scalarValue);
+    // Unsigned: logical shift. Signed: arithmetic shift, which keeps the sign bit and drops the
+    // bits below it (the ShiftLeft page: int16 1010101010101010 << 1 = 1101010101010100).
+    using U = std::make_unsigned_t<T>;
+    for (int32_t i = 0; i < count; i++) {
+        U v = U(U(src.ptr()[i]) << scalarValue);
+        if (std::is_signed<T>::value) {
+            U sign = U(U(1) << (sizeof(T) * 8 - 1));
+            v = U((v & U(~sign)) | (U(src.ptr()[i]) & sign));
+        }
+        dst.ptr()[i] = T(v);
+    }
 }
 
 template <class T, bool isSetMask = true>

@@ -12,8 +12,8 @@
 // "ascendc-sim: misuse: ..." if a kernel breaks an API rule.
 //
 // On stderr, after the run, one line of counters (R7) that ffi/ascendc/check.sh turns into costs:
-//   ascendc-sim: stats <decode|encode> elements N tiles T hazards H r1 .. r2 .. r3 .. vector_instr .. vector_repeats ..
-//   dma_ops .. dma_bytes .. scalar_ub .. scalar_gm .. pipe_all .. flag_pairs .. vector_with_copy_in ..
+//   ascendc-sim: stats <decode|encode> elements N stream_bytes S tiles T hazards H r1 .. r2 .. r3 .. vector_instr .. vector_repeats ..
+//   dma_ops .. dma_bytes .. dma_in_bytes .. scalar_ub .. scalar_gm .. scalar_ops .. pipe_all .. flag_pairs .. vector_with_copy_in ..
 //   vector_with_copy_out .. ub_peak ..
 //
 // Build (what tests/ascendc.rs does):
@@ -52,17 +52,19 @@ uint64_t tiles_of(uint64_t elements, uint32_t frameLog2) {
 }
 
 // Prints the counters; turns hazards into exit status 3 unless ENEC_SIM_HAZARDS=report.
-int report(const char* what, uint64_t elements, uint32_t frameLog2, int rc) {
+int report(const char* what, uint64_t elements, uint32_t frameLog2, uint64_t streamBytes, int rc) {
     const ascendc_sim::Stats& s = ascendc_sim::stats();
     std::fprintf(stderr,
-                 "ascendc-sim: stats %s elements %llu tiles %llu hazards %llu r1 %llu r2 %llu r3 %llu vector_instr %llu vector_repeats %llu "
-                 "dma_ops %llu dma_bytes %llu scalar_ub %llu scalar_gm %llu pipe_all %llu flag_pairs %llu "
+                 "ascendc-sim: stats %s elements %llu stream_bytes %llu tiles %llu hazards %llu r1 %llu r2 %llu r3 %llu vector_instr %llu vector_repeats %llu "
+                 "dma_ops %llu dma_bytes %llu dma_in_bytes %llu scalar_ub %llu scalar_gm %llu scalar_ops %llu pipe_all %llu flag_pairs %llu "
                  "vector_with_copy_in %llu vector_with_copy_out %llu ub_peak %u\n",
-                 what, (unsigned long long)elements, (unsigned long long)tiles_of(elements, frameLog2),
+                 what, (unsigned long long)elements, (unsigned long long)streamBytes,
+                 (unsigned long long)tiles_of(elements, frameLog2),
                  (unsigned long long)s.hazards, (unsigned long long)s.by_rule[1], (unsigned long long)s.by_rule[2],
                  (unsigned long long)s.by_rule[3], (unsigned long long)s.vector_instr,
                  (unsigned long long)s.vector_repeats, (unsigned long long)s.dma_ops, (unsigned long long)s.dma_bytes,
-                 (unsigned long long)s.scalar_ub, (unsigned long long)s.scalar_gm, (unsigned long long)s.pipe_all,
+                 (unsigned long long)s.dma_in_bytes,
+                 (unsigned long long)s.scalar_ub, (unsigned long long)s.scalar_gm, (unsigned long long)s.scalar_ops, (unsigned long long)s.pipe_all,
                  (unsigned long long)s.flag_pairs, (unsigned long long)s.vector_with_copy_in,
                  (unsigned long long)s.vector_with_copy_out, ascendc_sim::world().ub_peak);
     const char* policy = std::getenv("ENEC_SIM_HAZARDS");
@@ -102,7 +104,7 @@ int decode(const char* in, const char* out, uint32_t blocks) {
         return 1;
     }
     size_t outBytes = info.elementCount * info.elementBytes();
-    if (info.frameCount == 0) { write_file(out, nullptr, 0); return report("decode", 0, info.frameLog2, 0); }
+    if (info.frameCount == 0) { write_file(out, nullptr, 0); return report("decode", 0, info.frameLog2, stream.size(), 0); }
     GmBuffer streamGm(stream.size()), offsetsGm(offsets.size() * 8), outGm(outBytes), statusGm(info.frameCount * 4);
     std::memcpy(streamGm.p, stream.data(), stream.size());  // aclrtMemcpy host -> device
     std::memcpy(offsetsGm.p, offsets.data(), offsets.size() * 8);
@@ -118,7 +120,7 @@ int decode(const char* in, const char* out, uint32_t blocks) {
         }
     }
     if (rc == 0) write_file(out, outGm.p, outBytes);
-    return report("decode", info.elementCount, info.frameLog2, rc);
+    return report("decode", info.elementCount, info.frameLog2, stream.size(), rc);
 }
 
 int encode(uint32_t dtype, uint32_t frameLog2, uint32_t coding, uint32_t checksums, const char* in, const char* out,
@@ -155,7 +157,7 @@ int encode(uint32_t dtype, uint32_t frameLog2, uint32_t coding, uint32_t checksu
         ascendc_sim::launch(blocks, [&] { enec_concat(slotsGm.p, sizesGm.p, offsetsGm.p, streamGm.p, ct); });
     }
     write_file(out, streamGm.p, total);
-    return report("encode", elements, frameLog2, 0);
+    return report("encode", elements, frameLog2, total, 0);
 }
 
 }  // namespace

@@ -9,23 +9,37 @@
 //      pair, or a queue event (EnQue -> DeQue orders the queue's producer pipe before its
 //      consumer pipe, FreeTensor -> AllocTensor the consumer before the producer). Ordering is
 //      tracked with one vector clock per pipe, so it is transitive (V waits MTE2, MTE3 waits V:
-//      MTE3 is after MTE2). Scalar accesses are synchronised by the compiler: a scalar access to
-//      bytes a pipe touched waits for that pipe, and since the scalar unit issues every later
-//      instruction, all pipes are then ordered after it.
+//      MTE3 is after MTE2). Scalar accesses are synchronised by the compiler (--cce-auto-sync,
+//      "Automatic Synchronization" in the BiSheng compiler guide: MTE2, MTE3 and V with the
+//      scalar unit): a scalar access to bytes a pipe touched waits for that pipe, and since the
+//      scalar unit issues every later instruction, all pipes are then ordered after it.
+//      Within one DMA pipe, two copies whose destinations overlap (MTE2 on UB, MTE3 on GM) are a
+//      write-after-write hazard unless PipeBarrier<PIPE_MTE2> / <PIPE_MTE3>, PIPE_ALL or a wait
+//      that covers the earlier copy separates them: the PipeBarrier sample of asc-devkit
+//      (examples/02_features/11_synchronous_control/pipe_barrier) says the developer inserts it.
 //   R2 positions: a queue tensor is touched only by its queue's producer and consumer pipes (and
 //      the scalar unit): VECIN by MTE2 and V, VECOUT by V and MTE3, TQueBind<VECIN, VECOUT> by
-//      MTE2 and MTE3.
-//   R3 data cache: a scalar GM write to a 64-byte line that another core also writes in the same
-//      launch (scalar GM writes go through the core's data cache, which writes whole lines back).
+//      MTE2 and MTE3. DataCopy GM->UB writes a VECIN buffer and DataCopy UB->GM reads a VECOUT
+//      one; DataCopyPad moves between GM and VECIN or VECOUT (the data paths the DataCopy and
+//      DataCopyPad pages list for Atlas A2; a VECCALC TBuf is on neither path).
+//   R3 across cores: a scalar GM write to a 64-byte line that another core also writes in the
+//      same launch (scalar GM writes go through the core's data cache, which writes whole lines
+//      back); and any GM bytes that one core writes and another core reads or writes in the same
+//      launch (the cores of a launch are not ordered; a later launch sees all of an earlier one).
 //   R4 blocks: the blocks of a launch run interleaved, each on its own stack, switched at every
 //      pipe operation in an order drawn from a seeded generator (ENEC_SIM_SEED, default 1).
 //   R5 queues: at most `depth` EnQue without a DeQue; the buffer count of InitBuffer is
-//      independent of the depth.
-//   R6 limits: Unified Buffer 192 KB (184 KB once an API that needs scratch space is used), at
-//      most 64 buffers per TPipe, Gather repeat count <= 255, SetFlag/WaitFlag event ids 0..7.
-//   R7 counters: vector instructions and their 256-byte repeats, DMA operations and bytes, scalar
-//      UB and GM accesses, PIPE_ALL barriers, SetFlag/WaitFlag pairs, and the vector instructions
-//      issued while an earlier copy-in / copy-out may still run (stats()).
+//      independent of the depth; AllocTensor hands the buffers out in ring order (the next free
+//      one after the last handed out), so a kernel cannot rely on getting back the buffer it
+//      freed last.
+//   R6 limits: the buffers of a TPipe fit 184 KB of the 192 KB Unified Buffer (the 8 KB an API
+//      that needs scratch space takes stay free, so any such API may be added), at most 64
+//      buffers per TPipe, Gather repeat count <= 255, SetFlag/WaitFlag event ids 0..7.
+//   R7 counters: vector instructions and their 256-byte repeats, DMA operations and bytes (and the
+//      bytes copied in), scalar UB and GM accesses, the register-level scalar work the kernels
+//      count in their parameter searches and layouts (ENEC_SCALAR_OPS), PIPE_ALL barriers, SetFlag/WaitFlag pairs
+//      (the kernel's and those the compiler inserts before a scalar access that must wait), and
+//      the vector instructions issued while an earlier copy-in / copy-out may still run (stats()).
 //
 // R1-R3 violations are hazards: counted, the first few printed, and with ENEC_SIM_HAZARDS=abort
 // (or hazard_abort = true) fatal at once. Everything else the documentation forbids aborts.
@@ -91,8 +105,9 @@ struct Clock {
 
 struct Stats {
     uint64_t vector_instr = 0, vector_repeats = 0;
-    uint64_t dma_ops = 0, dma_bytes = 0;
+    uint64_t dma_ops = 0, dma_bytes = 0, dma_in_bytes = 0;  // all DMA bytes; those copied GM -> UB
     uint64_t scalar_ub = 0, scalar_gm = 0;
+    uint64_t scalar_ops = 0;  // register-level scalar work the kernels count (ENEC_SCALAR_OPS)
     uint64_t pipe_all = 0, flag_pairs = 0;
     // Vector instructions issued while a copy-in (MTE2) or copy-out (MTE3) issued earlier is not
     // yet ordered before them, i.e. free to run at the same time: what double buffering buys.
@@ -127,6 +142,8 @@ inline void hazard(const char* fmt, ...) {
     if (hazard_abort()) std::abort();
 }
 
+enum PositionBits : uint8_t { POS_VECIN = 1, POS_VECOUT = 2, POS_VECCALC = 4 };
+
 enum SlotState : int { SLOT_FREE = 0, SLOT_ALLOCATED, SLOT_ENQUEUED, SLOT_DEQUEUED, SLOT_TBUF };
 
 // One buffer handed out by TPipe::InitBuffer.
@@ -135,6 +152,7 @@ struct Slot {
     uint32_t bytes = 0;
     int state = SLOT_FREE;
     uint8_t producer = U_NONE, consumer = U_NONE;  // queue buffers: the pipes of its position (R2)
+    uint8_t positions = 0;  // POS_* bits: the TPositions of its queue or TBuf (R2)
     Clock enqueued;  // producer's clock at EnQue (consumer joins it at DeQue)
     Clock freed;     // consumer's clock at FreeTensor (producer joins it at AllocTensor)
 };
@@ -155,10 +173,12 @@ struct Core {
     uint32_t buffers = 0;
     bool pipe_alive = false;
     void* tpipe = nullptr;  // the live AscendC::TPipe (GetTPipePtr)
-    bool scratch_api = false;  // an API that needs scratch space was used: UB limit 184 KB
     int64_t block_idx = 0;
     int64_t block_num = 1;
     Clock clk[UNITS];  // clk[p]: what pipe p is ordered after (clk[p].c[p]: p's own count)
+    // done[p]: the last pipe-p instruction known complete before p's next one issues (a
+    // PipeBarrier<p>, PIPE_ALL, or a wait whose clock covers it): same-pipe ordering of DMA copies.
+    uint32_t done[UNITS] = {0, 0, 0, 0};
     Clock flag[UNITS][UNITS][EVENT_IDS];
     bool flag_set[UNITS][UNITS][EVENT_IDS] = {};
     UbShadow shadow;
@@ -166,10 +186,10 @@ struct Core {
         used = 0;
         buffers = 0;
         pipe_alive = false;
-        scratch_api = false;
         block_idx = idx;
         block_num = num;
         for (auto& c : clk) c = Clock();
+        std::memset(done, 0, sizeof done);
         std::memset(flag_set, 0, sizeof flag_set);
         shadow.reset();
     }
@@ -188,6 +208,7 @@ struct World {
     std::vector<std::unique_ptr<char[]>> stacks;
     std::vector<bool> done;
     std::function<void()>* kernel = nullptr;
+    uint32_t launch_id = 0;  // GM accesses of earlier launches are ordered before this one's
     // R3: per 64-byte GM line written in this launch, the cores that wrote it, by any path and by scalar.
     struct LineUse {
         uint64_t writers = 0, scalar = 0;
@@ -214,6 +235,7 @@ struct Region {
     size_t n;
     std::vector<uint32_t> w, r;    // per grain: last writer (stamp << 2 | unit), last MTE2 read
     std::vector<uint8_t> wc, rc;   // the cores of those accesses
+    std::vector<uint32_t> wl, rl;  // the launches of those accesses (0: none)
 };
 
 inline std::vector<Region>& regions() {
@@ -222,12 +244,14 @@ inline std::vector<Region>& regions() {
 }
 
 inline void gm_register(const void* p, size_t n) {
-    Region r{static_cast<const uint8_t*>(p), n, {}, {}, {}, {}};
+    Region r{static_cast<const uint8_t*>(p), n, {}, {}, {}, {}, {}, {}};
     size_t grains = (n + GRAIN) / GRAIN + 1;
     r.w.assign(grains, 0);
     r.r.assign(grains, 0);
     r.wc.assign(grains, 0);
     r.rc.assign(grains, 0);
+    r.wl.assign(grains, 0);
+    r.rl.assign(grains, 0);
     regions().push_back(std::move(r));
 }
 inline void gm_clear() { regions().clear(); }
@@ -271,6 +295,13 @@ inline void block_entry() {
 
 inline void check_lines();
 
+// R2: a DataCopy / DataCopyPad whose UB operand is not in a position its data path lists.
+inline void check_path(const Slot* s, uint8_t allowed, const char* what, const char* listed) {
+    if (s != nullptr && (s->positions & allowed) == 0)
+        hazard("R2 position: %s on a %s buffer: the documented data path is %s", what,
+               s->positions & POS_VECCALC ? "VECCALC" : "wrong-position", listed);
+}
+
 // Runs `kernel` once per block, GetBlockIdx() = 0 .. blockDim - 1, interleaved in a random order.
 template <class F>
 void launch(uint32_t block_dim, F kernel) {
@@ -291,6 +322,7 @@ void launch(uint32_t block_dim, F kernel) {
     w.ctx.assign(block_dim, ucontext_t());
     w.done.assign(block_dim, false);
     w.lines.clear();
+    w.launch_id++;
     for (uint32_t b = 0; b < block_dim; b++) {
         w.cores[b]->reset(b, block_dim);
         getcontext(&w.ctx[b]);
@@ -352,6 +384,8 @@ inline void instr(int u, const char* what, std::initializer_list<Access> ops) {
         stats().vector_with_copy_out += mine.c[U_MTE3] < c.clk[U_MTE3].c[U_MTE3];
     }
     uint8_t me = uint8_t(c.block_idx);
+    uint32_t launch = world().launch_id;
+    bool dma = u == U_MTE2 || u == U_MTE3;
     for (int pass = 0; pass < 2; pass++) {  // reads first, so an in-place operand is not its own hazard
         for (const Access& a : ops) {
             if (a.write != (pass == 1) || a.bytes == 0) continue;
@@ -360,7 +394,7 @@ inline void instr(int u, const char* what, std::initializer_list<Access> ops) {
                 hazard("R2 position: %s (%s) %s a queue buffer whose position belongs to %s -> %s", what,
                        unit_name(u), a.write ? "writes" : "reads", unit_name(a.slot->producer),
                        unit_name(a.slot->consumer));
-            uint32_t *w, *rv = nullptr, *rm3 = nullptr, *rgm = nullptr;
+            uint32_t *w, *rv = nullptr, *rm3 = nullptr, *rgm = nullptr, *wl = nullptr, *rl = nullptr;
             uint8_t *wc = nullptr, *rc = nullptr;
             uint64_t g0, g1;
             if (a.ub) {
@@ -377,14 +411,31 @@ inline void instr(int u, const char* what, std::initializer_list<Access> ops) {
                 rgm = r->r.data();
                 wc = r->wc.data();
                 rc = r->rc.data();
+                wl = r->wl.data();
+                rl = r->rl.data();
                 g0 = off / GRAIN;
                 g1 = (off + a.bytes + GRAIN - 1) / GRAIN;
             }
             bool reported = false;
             for (uint64_t g = g0; g < g1; g++) {
+                // GM of an earlier launch is ordered; of this launch, another core's is not (R3).
+                bool gm_now = !a.ub && wl[g] == launch;
+                if (!reported && gm_now && w[g] != 0 && wc[g] != me) {
+                    hazard("R3 across cores: %s (core %d, %s) %s GM bytes core %d writes in the same launch "
+                           "(GM offset grain %llu)",
+                           what, int(me), unit_name(u), a.write ? "writes" : "reads", int(wc[g]),
+                           (unsigned long long)g);
+                    reported = true;
+                }
+                if (!reported && a.write && !a.ub && rl[g] == launch && rgm[g] != 0 && rc[g] != me) {
+                    hazard("R3 across cores: %s (core %d, %s) writes GM bytes core %d reads in the same launch "
+                           "(GM offset grain %llu)",
+                           what, int(me), unit_name(u), int(rc[g]), (unsigned long long)g);
+                    reported = true;
+                }
                 // Earlier write by another pipe (RAW / WAW).
                 uint32_t t = w[g];
-                bool same_core = a.ub || wc[g] == me;
+                bool same_core = a.ub || (gm_now && wc[g] == me);
                 if (!reported && t != 0 && same_core && unit_of(t) != u && unit_of(t) != U_S &&
                     mine.c[unit_of(t)] < stamp_of(t)) {
                     hazard("R1 %s on %s (grain %llu): %s (%s) after a %s write, no sync between them",
@@ -406,19 +457,33 @@ inline void instr(int u, const char* what, std::initializer_list<Access> ops) {
                                    (unsigned long long)(g * GRAIN), what, unit_name(u));
                             reported = true;
                         }
-                    } else if (!reported && u != U_MTE2 && rgm[g] != 0 && rc[g] == me && mine.c[U_MTE2] < rgm[g]) {
+                    } else if (!reported && u != U_MTE2 && rgm[g] != 0 && rl[g] == launch && rc[g] == me &&
+                               mine.c[U_MTE2] < rgm[g]) {
                         hazard("R1 write-after-read on GM: %s (%s) overwrites what MTE2 reads, no sync", what,
                                unit_name(u));
                         reported = true;
                     }
+                    // Earlier overlapping write by the same DMA pipe, not yet known complete.
+                    if (!reported && dma && t != 0 && same_core && unit_of(t) == u && stamp_of(t) != stamp &&
+                        stamp_of(t) > c.done[u]) {
+                        hazard("R1 write-after-write on %s (grain %llu): %s (%s) overlaps an earlier %s copy's "
+                               "destination, no PipeBarrier<PIPE_%s> between them",
+                               a.ub ? "UB" : "GM", (unsigned long long)g, what, unit_name(u), unit_name(u),
+                               unit_name(u));
+                        reported = true;
+                    }
                     w[g] = tag(stamp, u);
-                    if (!a.ub) wc[g] = me;
+                    if (!a.ub) {
+                        wc[g] = me;
+                        wl[g] = launch;
+                    }
                 } else if (a.ub) {
                     if (u == U_V) rv[g] = stamp;
                     if (u == U_MTE3) rm3[g] = stamp;
                 } else {
                     rgm[g] = stamp;
                     rc[g] = me;
+                    rl[g] = launch;
                 }
             }
             if (!a.ub && a.write) {
@@ -432,10 +497,25 @@ inline void instr(int u, const char* what, std::initializer_list<Access> ops) {
 
 // The compiler's automatic scalar synchronisation: before the scalar unit touches bytes a pipe
 // wrote (or, for a write, read), it waits for that pipe; every later instruction is issued after.
+// A wait that orders something not yet ordered counts as one flag pair (R7): the compiler
+// inserts a SetFlag/WaitFlag there.
 inline void scalar_waits(Core& c, int q, uint32_t stamp) {
     if (q == U_S || stamp == 0) return;
+    bool waited = false;
     for (auto& k : c.clk)
-        if (k.c[q] < stamp) k.c[q] = stamp;
+        if (k.c[q] < stamp) {
+            k.c[q] = stamp;
+            waited = true;
+        }
+    if (c.done[q] < stamp) c.done[q] = stamp;
+    stats().flag_pairs += waited;
+}
+
+// Pipe `p` waits for what clock `o` covers (a flag or queue event): p's own instructions that
+// `o` covers are complete before p's next one.
+inline void order_after(Core& c, int p, const Clock& o) {
+    c.clk[p].join(o);
+    if (c.done[p] < o.c[p]) c.done[p] = o.c[p];
 }
 
 inline void scalar_ub(uint32_t offset, uint32_t bytes, bool write) {
@@ -456,12 +536,30 @@ inline void scalar_gm(const void* p, uint32_t bytes, bool write) {
     Core& c = core();
     stats().scalar_gm++;
     uint8_t me = uint8_t(c.block_idx);
+    uint32_t launch = world().launch_id;
     Region* r = gm_find(p, bytes);
     if (r == nullptr) return;
     uintptr_t at = reinterpret_cast<uintptr_t>(p), off = at - reinterpret_cast<uintptr_t>(r->p);
+    bool reported = false;
     for (uintptr_t g = off / GRAIN; g < (off + bytes + GRAIN - 1) / GRAIN; g++) {
-        if (r->wc[g] == me && r->w[g] != 0) scalar_waits(c, unit_of(r->w[g]), stamp_of(r->w[g]));
-        if (write && r->rc[g] == me) scalar_waits(c, U_MTE2, r->r[g]);
+        bool now = r->wl[g] == launch;
+        if (!reported && now && r->w[g] != 0 && r->wc[g] != me) {
+            hazard("R3 across cores: scalar %s (core %d) of GM bytes core %d writes in the same launch",
+                   write ? "SetValue" : "GetValue", int(me), int(r->wc[g]));
+            reported = true;
+        }
+        if (!reported && write && r->rl[g] == launch && r->r[g] != 0 && r->rc[g] != me) {
+            hazard("R3 across cores: scalar SetValue (core %d) of GM bytes core %d reads in the same launch", int(me),
+                   int(r->rc[g]));
+            reported = true;
+        }
+        if (now && r->wc[g] == me && r->w[g] != 0) scalar_waits(c, unit_of(r->w[g]), stamp_of(r->w[g]));
+        if (write && r->rl[g] == launch && r->rc[g] == me) scalar_waits(c, U_MTE2, r->r[g]);
+        if (write) {
+            r->w[g] = tag(1, U_S);
+            r->wc[g] = me;
+            r->wl[g] = launch;
+        }
     }
     if (write) {
         auto& lines = world().lines;
@@ -493,6 +591,14 @@ inline void pipe_all() {
     Clock all;
     for (auto& k : c.clk) all.join(k);
     for (auto& k : c.clk) k = all;
+    for (int p = 0; p < UNITS; p++) c.done[p] = all.c[p];
+}
+
+// PipeBarrier<PIPE_MTE2 / PIPE_V / PIPE_MTE3>: the pipe's next instruction waits for its earlier ones.
+inline void pipe_barrier(int p) {
+    yield_point();
+    Core& c = core();
+    c.done[p] = c.clk[p].c[p];
 }
 
 inline void set_flag(int src, int dst, int32_t id) {
@@ -514,18 +620,10 @@ inline void wait_flag(int src, int dst, int32_t id) {
     c.flag_set[src][dst][id] = false;
     stats().flag_pairs++;
     if (dst == U_S) {
-        for (auto& k : c.clk) k.join(c.flag[src][dst][id]);
+        for (int p = 0; p < UNITS; p++) order_after(c, p, c.flag[src][dst][id]);
     } else {
-        c.clk[dst].join(c.flag[src][dst][id]);
+        order_after(c, dst, c.flag[src][dst][id]);
     }
-}
-
-inline void uses_scratch(const char* what) {
-    Core& c = core();
-    c.scratch_api = true;
-    ENEC_SIM_CHECK(c.used <= UB_BYTES_WITH_SCRATCH,
-                   "R6: %s: the UB limit is %u bytes once an API needs scratch space, but %u are allocated", what,
-                   UB_BYTES_WITH_SCRATCH, c.used);
 }
 
 inline void count_vector(uint64_t bytes) {
@@ -533,9 +631,10 @@ inline void count_vector(uint64_t bytes) {
     stats().vector_repeats += (bytes + 255) / 256;
 }
 
-inline void count_dma(uint64_t bytes) {
+inline void count_dma(uint64_t bytes, bool in) {
     stats().dma_ops++;
     stats().dma_bytes += bytes;
+    if (in) stats().dma_in_bytes += bytes;
 }
 
 }  // namespace ascendc_sim

@@ -1,4 +1,5 @@
-// Shows that every rule of the strict CPU model (sim_engine.h, R1-R7) can fail: for each rule a
+// Shows that every rule of the strict CPU model (sim_engine.h, R1-R7, and SEM: documented
+// semantics a kernel could get wrong) can fail: for each rule a
 // small kernel that breaks it and must be rejected, and beside it the same kernel written
 // correctly, which must be accepted (so a rule that rejects everything does not pass either).
 // Each case runs in a child process with hazards fatal (ENEC_SIM_HAZARDS=abort semantics); the
@@ -32,7 +33,7 @@ GlobalTensor<uint16_t> gm16(uint8_t* p) {
 // MTE2 fills a TBuf, V reads it: TBuf memory gets no queue events.
 void r1_mte2_v(bool sync) {
     TPipe pipe;
-    TBuf<TPosition::VECCALC> buf;
+    TBuf<TPosition::VECIN> buf;
     pipe.InitBuffer(buf, 1024);
     LocalTensor<int16_t> t = buf.Get<int16_t>();
     DataCopy(t.ReinterpretCast<uint16_t>(), gm16(gm_a), 512);
@@ -46,7 +47,7 @@ void r1_mte2_v(bool sync) {
 // V reads a TBuf, then MTE2 overwrites it (write-after-read).
 void r1_v_then_mte2(bool sync) {
     TPipe pipe;
-    TBuf<TPosition::VECCALC> a, b;
+    TBuf<TPosition::VECIN> a, b;
     pipe.InitBuffer(a, 1024);
     pipe.InitBuffer(b, 1024);
     LocalTensor<int16_t> x = a.Get<int16_t>(), y = b.Get<int16_t>();
@@ -64,7 +65,7 @@ void r1_v_then_mte2(bool sync) {
 // V writes a TBuf, MTE3 copies it out: the encoder's staging pattern.
 void r1_v_mte3(bool sync) {
     TPipe pipe;
-    TBuf<TPosition::VECCALC> buf;
+    TBuf<TPosition::VECOUT> buf;
     pipe.InitBuffer(buf, 1024);
     LocalTensor<uint16_t> t = buf.Get<uint16_t>();
     Duplicate(t, uint16_t(7), 512);
@@ -75,7 +76,8 @@ void r1_v_mte3(bool sync) {
 // MTE3 writes GM, MTE2 reads the same GM bytes back on the same core.
 void r1_gm_mte3_mte2(bool sync) {
     TPipe pipe;
-    TBuf<TPosition::VECCALC> a, b;
+    TBuf<TPosition::VECOUT> a;
+    TBuf<TPosition::VECIN> b;
     pipe.InitBuffer(a, 1024);
     pipe.InitBuffer(b, 1024);
     LocalTensor<uint16_t> x = a.Get<uint16_t>(), y = b.Get<uint16_t>();
@@ -127,6 +129,59 @@ void r1_stale_handle(bool sync) {
     q.FreeTensor(t);
 }
 
+// Two overlapping copy-outs on MTE3 (a header, then a word inside it): the second must wait for
+// the first, or the first may land last.
+void r1_mte3_mte3(bool sync) {
+    TPipe pipe;
+    TBuf<TPosition::VECOUT> a, b;
+    pipe.InitBuffer(a, 1024);
+    pipe.InitBuffer(b, 32);
+    Duplicate(a.Get<uint16_t>(), uint16_t(7), 512);
+    Duplicate(b.Get<uint16_t>(), uint16_t(9), 16);
+    SetFlag<HardEvent::V_MTE3>(0);
+    WaitFlag<HardEvent::V_MTE3>(0);
+    DataCopy(gm16(gm_b), a.Get<uint16_t>(), 512);
+    if (sync) PipeBarrier<PIPE_MTE3>();
+    DataCopy(gm16(gm_b)[32], b.Get<uint16_t>(), 16);
+}
+
+// Two overlapping copy-ins on MTE2 into one buffer (the asc-devkit PipeBarrier sample).
+void r1_mte2_mte2(bool sync) {
+    TPipe pipe;
+    TBuf<TPosition::VECIN> a;
+    pipe.InitBuffer(a, 1024);
+    DataCopy(a.Get<uint16_t>(), gm16(gm_a), 512);
+    if (sync) PipeBarrier<PIPE_MTE2>();
+    DataCopy(a.Get<uint16_t>()[256], gm16(gm_a)[2048], 256);
+}
+
+// A TBuf that V reads in tile i and MTE2 refills for tile i + 1: the refill must wait for the
+// read (a two-buffer VECIN queue in ring order gives no such wait for the TBuf).
+void r1_tbuf_across_tiles(bool sync) {
+    TPipe pipe;
+    TQue<TPosition::VECIN, 2> q;
+    TBuf<TPosition::VECIN> t;
+    TBuf<TPosition::VECCALC> o;
+    pipe.InitBuffer(q, 2, 1024);
+    pipe.InitBuffer(t, 1024);
+    pipe.InitBuffer(o, 1024);
+    for (int tile = 0; tile < 3; tile++) {
+        LocalTensor<int16_t> x = q.AllocTensor<int16_t>();
+        DataCopy(x.ReinterpretCast<uint16_t>(), gm16(gm_a)[512 * tile], 512);
+        if (sync && tile > 0) {
+            SetFlag<HardEvent::V_MTE2>(0);
+            WaitFlag<HardEvent::V_MTE2>(0);
+        }
+        DataCopy(t.Get<uint16_t>(), gm16(gm_a)[4096 + 512 * tile], 512);
+        q.EnQue(x);
+        x = q.DeQue<int16_t>();
+        SetFlag<HardEvent::MTE2_V>(0);
+        WaitFlag<HardEvent::MTE2_V>(0);
+        Add(o.Get<int16_t>(), x, t.Get<int16_t>(), 512);
+        q.FreeTensor(x);
+    }
+}
+
 // ---- R2: positions ---------------------------------------------------------------------------
 
 // GM -> UB -> GM through a VECIN queue: MTE3 reads a VECIN buffer. TQueBind<VECIN, VECOUT> is
@@ -152,6 +207,40 @@ void r2_vecin_copied_out(bool sync) {
     }
 }
 
+// DataCopy GM->UB into a VECCALC TBuf: the documented path is GM -> VECIN.
+void r2_copy_in_veccalc(bool sync) {
+    TPipe pipe;
+    if (sync) {
+        TBuf<TPosition::VECIN> b;
+        pipe.InitBuffer(b, 1024);
+        DataCopy(b.Get<uint16_t>(), gm16(gm_a), 512);
+    } else {
+        TBuf<TPosition::VECCALC> b;
+        pipe.InitBuffer(b, 1024);
+        DataCopy(b.Get<uint16_t>(), gm16(gm_a), 512);
+    }
+}
+
+// DataCopy UB->GM from a VECCALC TBuf: the documented path is VECOUT -> GM.
+void r2_copy_out_veccalc(bool sync) {
+    TPipe pipe;
+    if (sync) {
+        TBuf<TPosition::VECOUT> b;
+        pipe.InitBuffer(b, 1024);
+        Duplicate(b.Get<uint16_t>(), uint16_t(1), 512);
+        SetFlag<HardEvent::V_MTE3>(0);
+        WaitFlag<HardEvent::V_MTE3>(0);
+        DataCopy(gm16(gm_b), b.Get<uint16_t>(), 512);
+    } else {
+        TBuf<TPosition::VECCALC> b;
+        pipe.InitBuffer(b, 1024);
+        Duplicate(b.Get<uint16_t>(), uint16_t(1), 512);
+        SetFlag<HardEvent::V_MTE3>(0);
+        WaitFlag<HardEvent::V_MTE3>(0);
+        DataCopy(gm16(gm_b), b.Get<uint16_t>(), 512);
+    }
+}
+
 // ---- R3: data cache --------------------------------------------------------------------------
 
 // Every block writes its status word with a scalar SetValue: adjacent words share a line.
@@ -164,6 +253,46 @@ void r3_status(bool sync) {
         st.SetValue(uint32_t(GetBlockIdx()) * stride, 1);
     };
     ascendc_sim::launch(4, kernel);
+}
+
+// Every block writes its 4-byte status word with a 32-byte copy, which also covers the 7 words
+// after it, other blocks' words. A copy of exactly 4 bytes is the fix.
+void r3_status_dma(bool sync) {
+    GlobalTensor<uint32_t> st;
+    st.SetGlobalBuffer(reinterpret_cast<uint32_t*>(gm_b), 1024);
+    auto kernel = [&] {
+        TPipe pipe;
+        TBuf<TPosition::VECOUT> b;
+        pipe.InitBuffer(b, 32);
+        LocalTensor<uint32_t> w = b.Get<uint32_t>();
+        Duplicate(w, uint32_t(GetBlockIdx()), 8);
+        SetFlag<HardEvent::V_MTE3>(0);
+        WaitFlag<HardEvent::V_MTE3>(0);
+        // Block b's word is word b; a 32-byte copy from it also covers words b + 1 .. b + 7.
+        DataCopyExtParams copy(1, sync ? 4 : 32, 0, 0, 0);
+        DataCopyPad(st[uint64_t(GetBlockIdx())], w, copy);
+    };
+    ascendc_sim::launch(8, kernel);
+}
+
+// Block 1 reads GM that block 0 writes in the same launch (no ordering between cores).
+void r3_read_other_core(bool sync) {
+    auto kernel = [&] {
+        TPipe pipe;
+        TBuf<TPosition::VECOUT> o;
+        TBuf<TPosition::VECIN> i;
+        pipe.InitBuffer(o, 1024);
+        pipe.InitBuffer(i, 1024);
+        if (GetBlockIdx() == 0) {
+            Duplicate(o.Get<uint16_t>(), uint16_t(5), 512);
+            SetFlag<HardEvent::V_MTE3>(0);
+            WaitFlag<HardEvent::V_MTE3>(0);
+            DataCopy(gm16(gm_b), o.Get<uint16_t>(), 512);
+        } else {
+            DataCopy(i.Get<uint16_t>(), gm16(sync ? gm_a : gm_b), 512);
+        }
+    };
+    ascendc_sim::launch(2, kernel);
 }
 
 // ---- R4: interleaved blocks ------------------------------------------------------------------
@@ -200,22 +329,45 @@ void r5_depth(bool sync) {
     if (!sync) q.FreeTensor(q.DeQue<uint16_t>());
 }
 
+// AllocTensor in ring order: with two buffers, the fill after a FreeTensor lands in the other
+// buffer, which a TBuf-style reuse of "the buffer just freed" does not see. The broken kernel
+// keeps the first handle and expects the second AllocTensor to hand it back.
+void r5_ring_order(bool sync) {
+    TPipe pipe;
+    TQue<TPosition::VECIN, 2> q;
+    pipe.InitBuffer(q, 2, 1024);
+    LocalTensor<uint16_t> a = q.AllocTensor<uint16_t>();
+    uint32_t first = a.ub_offset();
+    q.FreeTensor(a);
+    LocalTensor<uint16_t> b = q.AllocTensor<uint16_t>();
+    bool same = b.ub_offset() == first;
+    q.FreeTensor(b);
+    if (sync ? same : !same) ascendc_sim::fail("R5: AllocTensor did not hand the buffers out in ring order");
+}
+
 // ---- R6: limits ------------------------------------------------------------------------------
 
+// 184 KB of buffers: the 8 KB of the 192 KB UB that scratch-space APIs take stay free.
 void r6_ub(bool sync) {
     TPipe pipe;
     TBuf<TPosition::VECCALC> a, b;
     pipe.InitBuffer(a, 128 * 1024);
-    pipe.InitBuffer(b, sync ? 64 * 1024 : 64 * 1024 + 32);
+    pipe.InitBuffer(b, sync ? 56 * 1024 : 56 * 1024 + 32);
 }
 
-// The UB limit drops to 184 KB once an API that needs scratch space runs (none of the modelled
-// APIs does; such an API calls uses_scratch).
-void r6_scratch(bool sync) {
+// ---- semantics --------------------------------------------------------------------------------
+
+// Signed ShiftLeft is arithmetic: the sign bit stays. A kernel that expects the logical result
+// (0x4001 << 1 = 0x8002 as int16) gets 0x0002.
+void sem_signed_shift(bool sync) {
     TPipe pipe;
-    TBuf<TPosition::VECCALC> a;
-    pipe.InitBuffer(a, sync ? 184 * 1024 : 188 * 1024);
-    ascendc_sim::uses_scratch("a scratch-space API");
+    TBuf<TPosition::VECCALC> b;
+    pipe.InitBuffer(b, 512);
+    LocalTensor<int16_t> t = b.Get<int16_t>();
+    Duplicate(t, int16_t(0x4001), 256);
+    ShiftLeft(t, t, int16_t(1), 256);
+    int16_t want = sync ? int16_t(0x0002) : int16_t(0x8002u - 0x10000);
+    if (t.GetValue(0) != want) ascendc_sim::fail("SEM: ShiftLeft int16 0x4001 << 1 gave %#x", t.GetValue(0) & 0xFFFF);
 }
 
 void r6_buffers(bool sync) {
@@ -253,7 +405,7 @@ void r6_event_id(bool sync) {
 void r7_counters(bool sync) {
     {
         TPipe pipe;
-        TBuf<TPosition::VECCALC> buf;
+        TBuf<TPosition::VECIN> buf;
         pipe.InitBuffer(buf, 1024);
         LocalTensor<uint16_t> t = buf.Get<uint16_t>();
         DataCopy(t, gm16(gm_a), 512);    // 1 DMA, 1024 bytes
@@ -287,18 +439,26 @@ const Case cases[] = {
     {"V read, then MTE2 overwrite", "R1", r1_v_then_mte2, false},
     {"V -> MTE3 through a TBuf", "R1", r1_v_mte3, false},
     {"MTE3 -> MTE2 on GM", "R1", r1_gm_mte3_mte2, false},
+    {"overlapping MTE3 copy-outs", "R1", r1_mte3_mte3, false},
+    {"overlapping MTE2 copy-ins", "R1", r1_mte2_mte2, false},
+    {"TBuf refilled across tiles", "R1", r1_tbuf_across_tiles, false},
     {"VECIN read without EnQue/DeQue", "R1", r1_queue_skipped, false},
     {"VECIN refilled through a stale handle", "R1", r1_stale_handle, false},
     {"GM -> UB -> GM through VECIN", "R2", r2_vecin_copied_out, false},
+    {"DataCopy GM->UB into VECCALC", "R2", r2_copy_in_veccalc, false},
+    {"DataCopy UB->GM from VECCALC", "R2", r2_copy_out_veccalc, false},
     {"per-block status by scalar SetValue", "R3", r3_status, true},
+    {"per-block status by a 32-byte DataCopyPad", "R3", r3_status_dma, true},
+    {"GM read of another core's write", "R3", r3_read_other_core, true},
     {"kernel relying on block order", "R4", r4_block_order, true},
     {"two EnQue on a depth-1 queue", "R5", r5_depth, false},
-    {"UB over 192 KB", "R6", r6_ub, false},
-    {"188 KB with a scratch-space API", "R6", r6_scratch, false},
+    {"AllocTensor in ring order", "R5", r5_ring_order, false},
+    {"UB over 184 KB", "R6", r6_ub, false},
     {"65 buffers in one TPipe", "R6", r6_buffers, false},
     {"Gather of 256 repeats", "R6", r6_gather, false},
     {"event id 8", "R6", r6_event_id, false},
     {"counters", "R7", r7_counters, false},
+    {"signed ShiftLeft keeps the sign", "SEM", sem_signed_shift, false},
 };
 
 // Runs one case in a child; returns whether it was rejected, and its stderr in `log`.
