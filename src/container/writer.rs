@@ -206,3 +206,53 @@ impl<W: Write> Writer<W> {
 fn invalid(e: super::ContainerError) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, e)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::container::{Container, PieceKind};
+
+    /// Verbatim parts of any lengths make one raw piece whose checksum is that of their bytes;
+    /// a piece of its own ends the run, and the next verbatim bytes start another.
+    #[test]
+    fn verbatim_parts_make_one_run() {
+        let bytes: Vec<u8> = (0..2000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let mut file = Vec::new();
+        let mut writer = Writer::new(&mut file).unwrap();
+        let mut at = 0;
+        for len in [1, 127, 0, 300, 5, 128, 200] {
+            writer.verbatim(&bytes[at..at + len]).unwrap();
+            at += len;
+        }
+        writer.begin().unwrap();
+        writer.payload(&bytes[at..at + 100]).unwrap();
+        let own = &bytes[at..at + 100];
+        let meta = PieceMeta {
+            kind: PieceKind::Raw,
+            name: "t",
+            dtype: "U8",
+            shape: &[100],
+            original_len: 100,
+            checksum: crate::checksum::h32(own),
+        };
+        writer.end(meta).unwrap();
+        at += 100;
+        writer.verbatim(&bytes[at..]).unwrap();
+        writer.finish().unwrap();
+
+        let c = Container::parse(&file).unwrap();
+        let entries: Vec<_> = c.entries().collect();
+        assert_eq!(entries.len(), 3);
+        let mut restored = Vec::new();
+        for (i, e) in &entries {
+            let mut out = std::vec![0u8; e.original_len as usize];
+            c.decode_entry(*i, e, &mut out).unwrap();
+            restored.extend_from_slice(&out);
+        }
+        assert_eq!(restored, bytes);
+        assert_eq!(entries[0].1.original_len, 761);
+        assert_eq!(c.verbatim_at(700, 61).unwrap().0, 0);
+        assert_eq!(c.verbatim_at(700, 62).map(|f| f.0), None);
+        assert_eq!(c.verbatim_at(900, 10).unwrap().0, 2);
+    }
+}
