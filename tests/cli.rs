@@ -283,6 +283,9 @@ fn tiny_tensors_do_not_grow_the_file() {
         let bytes = std::fs::read(&packed).unwrap();
         let c = Container::parse(&bytes).unwrap();
         assert_eq!(c.entries().count(), 1, "{label}: one run of verbatim bytes");
+        let said = ok(&["info", p(&packed)]);
+        let holds = format!("(verbatim bytes, {} tensors)", tensors.len());
+        assert!(said.contains(&holds), "{said}");
         let mut at = file.len() - tensors.iter().map(|t| t.3.len()).sum::<usize>();
         for (name, _, _, data) in &tensors {
             assert!(c.find(name).is_none());
