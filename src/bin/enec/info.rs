@@ -219,9 +219,20 @@ pub fn info(input: &Path, as_json: bool) -> Result<()> {
         say!("{doc:#}");
         return Ok(());
     }
+    let label = |r: &Row| {
+        if !r.tensor && r.holds > 0 {
+            format!("(verbatim bytes, {} tensors)", r.holds)
+        } else if !r.tensor {
+            "(verbatim bytes)".to_owned()
+        } else if r.name.is_empty() {
+            "\"\"".to_owned()
+        } else {
+            r.name.clone()
+        }
+    };
     let width = rows
         .iter()
-        .map(|r| r.name.len())
+        .map(|r| label(r).len())
         .max()
         .unwrap_or(0)
         .clamp(6, 60);
@@ -256,15 +267,7 @@ pub fn info(input: &Path, as_json: bool) -> Result<()> {
         "stored"
     );
     for r in &rows {
-        let label = if !r.tensor && r.holds > 0 {
-            format!("(verbatim bytes, {} tensors)", r.holds)
-        } else if !r.tensor {
-            "(verbatim bytes)".to_owned()
-        } else if r.name.is_empty() {
-            "\"\"".to_owned()
-        } else {
-            r.name.clone()
-        };
+        let label = label(r);
         let (frames, ranked, groups, stored) = if r.kind == PieceKind::Enec {
             (
                 r.frames().to_string(),
