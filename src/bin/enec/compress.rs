@@ -265,12 +265,13 @@ pub fn compress_pieces<W: Write + Send>(
     };
     let mut writer = Writer::new(out).map_err(written)?;
     let mut encoded = 0;
-    let verbatim = |writer: &mut Writer<&mut W>, i: usize, bytes: &[u8]| {
+    // `checksum`: the piece's, where `work` computed it.
+    let verbatim = |writer: &mut Writer<&mut W>, i: usize, bytes: &[u8], checksum: Option<u32>| {
         let piece = &pieces[i];
         if own(piece) {
             writer.begin().map_err(written)?;
             writer.payload(bytes).map_err(written)?;
-            let checksum = piece_checksum(bytes);
+            let checksum = checksum.unwrap_or_else(|| piece_checksum(bytes));
             writer
                 .end(meta(piece, PieceKind::Raw, checksum))
                 .map_err(written)?;
@@ -281,7 +282,7 @@ pub fn compress_pieces<W: Write + Send>(
         Ok::<(), crate::error::CliError>(())
     };
     let emit = |u: Unit<'_>, result: usize, buffer: &[u8]| match u {
-        Unit::Raw(i, bytes) => verbatim(&mut writer, i, bytes),
+        Unit::Raw(i, bytes) => verbatim(&mut writer, i, bytes, Some(result as u32)),
         Unit::Whole(i, _, bytes) => {
             let m = meta(&pieces[i], PieceKind::Enec, 0);
             let (name, dtype, rank) = (m.name, m.dtype, m.shape.len());
@@ -294,7 +295,7 @@ pub fn compress_pieces<W: Write + Send>(
                 encoded += 1;
                 writer.end(m).map_err(written)
             } else {
-                verbatim(&mut writer, i, bytes)
+                verbatim(&mut writer, i, bytes, None)
             }
         }
         Unit::Start(header) => {
