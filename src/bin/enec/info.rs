@@ -221,7 +221,8 @@ pub fn info(input: &Path, as_json: bool) -> Result<()> {
     }
     let label = |r: &Row| {
         if !r.tensor && r.holds > 0 {
-            format!("(verbatim bytes, {} tensors)", r.holds)
+            let s = if r.holds == 1 { "" } else { "s" };
+            format!("(verbatim bytes, {} tensor{s})", r.holds)
         } else if !r.tensor {
             "(verbatim bytes)".to_owned()
         } else if r.name.is_empty() {
