@@ -224,6 +224,39 @@ pub fn dtype_from_safetensors(name: &str) -> Option<Dtype> {
     }
 }
 
+/// A tensor of at least this many bytes whose dtype enec codes is always stored as an enec
+/// stream, so that a writer can stream it frame by frame (FORMAT.md 9.6).
+pub const ALWAYS_ENEC_BYTES: u64 = 1 << 20;
+
+/// The most bytes a tensor's own piece adds to the container beyond its payload: its index
+/// entry, the padding before it, and the entry and padding of the run of verbatim bytes that
+/// it splits in two (FORMAT.md 9.6).
+pub fn piece_cost(name: &str, dtype: &str, rank: usize) -> u64 {
+    192 + name.len() as u64 + dtype.len() as u64 + 10 * rank as u64
+}
+
+/// Whether a tensor of `original_len` bytes whose enec stream has `stream_len` bytes is stored
+/// as that stream (FORMAT.md 9.6): when the stream and [`piece_cost`] together are no larger
+/// than the tensor, or the tensor has at least [`ALWAYS_ENEC_BYTES`]. Otherwise it is verbatim.
+pub fn keeps_stream(
+    stream_len: u64,
+    original_len: u64,
+    name: &str,
+    dtype: &str,
+    rank: usize,
+) -> bool {
+    original_len >= ALWAYS_ENEC_BYTES
+        || stream_len.saturating_add(piece_cost(name, dtype, rank)) <= original_len
+}
+
+/// Whether a verbatim tensor of `original_len` bytes gets a piece and an index entry of its own
+/// (FORMAT.md 9.6): when it has at least 100 times its [`piece_cost`], so that the entry costs
+/// at most 1 % of it. Smaller ones join the run of verbatim bytes around them, found through
+/// the safetensors header ([`Container::verbatim_at`]).
+pub fn own_raw_piece(original_len: u64, name: &str, dtype: &str, rank: usize) -> bool {
+    original_len >= 100 * piece_cost(name, dtype, rank)
+}
+
 /// One piece of the original file: where it was, where it is, and what it is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry<'a> {
@@ -784,6 +817,19 @@ impl<'a> Container<'a> {
     /// Length of the original file.
     pub fn original_len(&self) -> u64 {
         self.index.original_len()
+    }
+
+    /// The raw entry whose original bytes hold `original_len` bytes at `original_offset` (the
+    /// whole range), with its number: where a tensor that has no entry of its own lies (a small
+    /// tensor kept in a run of verbatim bytes, FORMAT.md 9.6). Its bytes are
+    /// `original_offset - entry.original_offset` bytes into the payload.
+    pub fn verbatim_at(&self, original_offset: u64, original_len: u64) -> Option<(u64, Entry<'a>)> {
+        let end = original_offset.checked_add(original_len)?;
+        self.entries().find(|(_, e)| {
+            e.kind == PieceKind::Raw
+                && e.original_offset <= original_offset
+                && end <= e.original_offset + e.original_len
+        })
     }
 
     /// The payload bytes of `entry` (verbatim bytes or an enec stream).

@@ -4,8 +4,8 @@
 use std::io::{Seek, SeekFrom, Write};
 use std::sync::{Mutex, PoisonError};
 
-use enec::container::{Container, PieceKind, PieceMeta, Writer, MAGIC as CONTAINER_MAGIC};
-use enec::format::MAGIC as STREAM_MAGIC;
+use enec::container::{self, Container, PieceKind, PieceMeta, Writer, MAGIC as CONTAINER_MAGIC};
+use enec::format::{MAGIC as STREAM_MAGIC, STREAM_HEADER_BYTES};
 use enec::parallel::{self, Restored};
 use enec::EncodeOptions;
 
@@ -68,8 +68,10 @@ pub fn compress<W: Write>(
     Ok(writer.finish()?)
 }
 
-/// Writes `piece` of the original file, whose bytes are `bytes`, to `writer`: BF16, F16 and F32
-/// tensors encoded (in `stream`, grown to the largest one), other pieces verbatim. `name` is
+/// Writes `piece` of the original file, whose bytes are `bytes`, to `writer` as FORMAT.md 9.6
+/// says: BF16, F16 and F32 tensors encoded (in `stream`, grown to the largest one) and kept as
+/// streams where [`container::keeps_stream`] says so, other pieces verbatim, in a piece of their
+/// own where [`container::own_raw_piece`] says so, else in the run of verbatim bytes. `name` is
 /// the file, for messages.
 pub fn write_piece<W: Write>(
     name: &str,
@@ -80,14 +82,26 @@ pub fn write_piece<W: Write>(
     threads: usize,
     stream: &mut Vec<u8>,
 ) -> Result<(), Failure> {
-    writer.begin()?;
-    let (kind, checksum) = match piece.enec {
-        None => {
-            writer.payload(bytes)?;
-            (PieceKind::Raw, enec::wrapped::piece_checksum(bytes))
-        }
-        Some(dtype) => {
-            let options = EncodeOptions { dtype, ..*options };
+    let (tensor, dtype, shape) = piece.tensor.as_ref().map_or(("", "", &[][..]), |t| {
+        (t.name.as_str(), t.dtype.as_str(), t.shape.as_slice())
+    });
+    let original_len = piece.end - piece.start;
+    let rank = shape.len();
+    let meta = |kind, checksum| PieceMeta {
+        kind,
+        name: tensor,
+        dtype,
+        shape,
+        original_len,
+        checksum,
+    };
+    let smallest = 2 * STREAM_HEADER_BYTES as u64;
+    if let Some(enec_dtype) = piece.enec {
+        if container::keeps_stream(smallest, original_len, tensor, dtype, rank) {
+            let options = EncodeOptions {
+                dtype: enec_dtype,
+                ..*options
+            };
             let failed = |e: enec::Error| format!("{name}: {}: {e}", what(piece));
             let bound = enec::max_encoded_size(&options, bytes.len()).map_err(failed)?;
             if stream.len() < bound {
@@ -95,22 +109,21 @@ pub fn write_piece<W: Write>(
             }
             let n =
                 decode::encode(&options, bytes, &mut stream[..bound], threads).map_err(failed)?;
-            writer.payload(&stream[..n])?;
-            (PieceKind::Enec, 0)
+            if container::keeps_stream(n as u64, original_len, tensor, dtype, rank) {
+                writer.begin()?;
+                writer.payload(&stream[..n])?;
+                writer.end(meta(PieceKind::Enec, 0))?;
+                return Ok(());
+            }
         }
-    };
-    let (name, dtype, shape) = piece.tensor.as_ref().map_or(("", "", &[][..]), |t| {
-        (t.name.as_str(), t.dtype.as_str(), t.shape.as_slice())
-    });
-    let original_len = piece.end - piece.start;
-    writer.end(PieceMeta {
-        kind,
-        name,
-        dtype,
-        shape,
-        original_len,
-        checksum,
-    })?;
+    }
+    if piece.tensor.is_some() && container::own_raw_piece(original_len, tensor, dtype, rank) {
+        writer.begin()?;
+        writer.payload(bytes)?;
+        writer.end(meta(PieceKind::Raw, enec::wrapped::piece_checksum(bytes)))?;
+    } else {
+        writer.verbatim(bytes)?;
+    }
     Ok(())
 }
 

@@ -376,6 +376,9 @@ struct Checkpoint {
     by_name: HashMap<&'static str, usize>,
     /// The entry of the safetensors header (the verbatim piece at offset 0).
     header: Option<(u64, Entry<'static>)>,
+    /// The names and dtypes of the tensors that have no index entry, which their entries in
+    /// `tensors` borrow.
+    names: Vec<(Box<str>, Box<str>)>,
     // Owns the bytes the fields above borrow: it never moves them and outlives them (the
     // struct is only ever dropped whole).
     _backing: Backing,
@@ -410,28 +413,122 @@ impl Checkpoint {
             }
         }
         let mut by_name = HashMap::with_capacity(tensors.len());
-        for (i, (_, entry)) in tensors.iter().enumerate() {
-            if by_name.insert(entry.name, i).is_some() {
+        for (_, entry) in &tensors {
+            if by_name.insert(entry.name, 0).is_some() {
                 return Err(repeated(&name, entry.name));
             }
         }
-        let checkpoint = Checkpoint {
+        let mut checkpoint = Checkpoint {
             name,
             threads,
             container,
             tensors,
             by_name,
             header,
+            names: Vec::new(),
             _backing: backing,
         };
         // The safetensors header may name a tensor twice (the index then holds one of them, the
         // other's bytes lie in a gap): one tensor would be lost without a word.
         if checkpoint.header.is_some() {
-            if let Some(twice) = header::repeated_name(&checkpoint.header_bytes()?) {
+            let start = checkpoint.header_run()?;
+            if let Some(twice) = header::repeated_name(&start) {
                 return Err(repeated(&checkpoint.name, &twice));
             }
+            checkpoint.add_unindexed(&start)?;
+        }
+        checkpoint.by_name.clear();
+        for (i, (_, entry)) in checkpoint.tensors.iter().enumerate() {
+            checkpoint.by_name.insert(entry.name, i);
         }
         Ok(checkpoint)
+    }
+
+    /// Adds the tensors that the safetensors header at the start of the file (`start`: the
+    /// run of verbatim bytes there) names and the index does not: small tensors kept in a run of
+    /// verbatim bytes (FORMAT.md 9.6), each with an entry of its own made here (its payload
+    /// the part of the run that holds it, its checksum that part's, once the run's is verified).
+    fn add_unindexed(&mut self, start: &[u8]) -> PyResult<()> {
+        let original_len = self.container.original_len();
+        let Ok(found) = safetensors::parse_prefix(start, original_len) else {
+            return Ok(());
+        };
+        let missing: Vec<_> = found
+            .into_iter()
+            .filter(|t| !self.by_name.contains_key(t.name.as_str()))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let runs: Vec<(u64, Entry<'static>)> = self
+            .container
+            .entries()
+            .filter(|(_, e)| e.kind == PieceKind::Raw && !e.is_tensor())
+            .collect();
+        let mut verified = vec![false; runs.len()];
+        for t in missing {
+            let len = t.end - t.start;
+            let at = runs.partition_point(|(_, e)| e.original_offset + e.original_len <= t.start);
+            let Some((number, run)) = runs.get(at).filter(|(_, e)| {
+                e.original_offset <= t.start && t.end <= e.original_offset + e.original_len
+            }) else {
+                if len == 0 {
+                    continue;
+                }
+                return Err(enec_error(format!(
+                    "{}: tensor \"{}\" lies in no verbatim piece",
+                    self.name, t.name
+                )));
+            };
+            let payload = self.container.payload(run);
+            if !verified[at] {
+                if enec::wrapped::piece_checksum(payload) != run.checksum {
+                    let error =
+                        enec::container::ContainerError::RawChecksumMismatch { entry: *number };
+                    return Err(enec_error(decode::message(
+                        &self.name,
+                        &self.container,
+                        error,
+                    )));
+                }
+                verified[at] = true;
+            }
+            let delta = t.start - run.original_offset;
+            let part = &payload[delta as usize..][..len as usize];
+            let mut shape = run.shape.clone();
+            shape.clear();
+            shape.extend_from_slice(&t.shape).map_err(|_| {
+                enec_error(format!(
+                    "{}: tensor \"{}\": too many dimensions",
+                    self.name, t.name
+                ))
+            })?;
+            self.names
+                .push((t.name.into_boxed_str(), t.dtype.into_boxed_str()));
+            let (name, dtype) = self.names.last().expect("just pushed");
+            // SAFETY: the boxed strings live in `self.names`, which only grows and is dropped
+            // with the struct; moving a box does not move its bytes.
+            let (name, dtype): (&'static str, &'static str) = unsafe {
+                (
+                    &*(name.as_ref() as *const str),
+                    &*(dtype.as_ref() as *const str),
+                )
+            };
+            let entry = Entry {
+                kind: PieceKind::Raw,
+                name,
+                dtype,
+                shape,
+                original_offset: t.start,
+                original_len: len,
+                offset: run.offset + delta,
+                len,
+                checksum: enec::wrapped::piece_checksum(part),
+            };
+            self.tensors.push((*number, entry));
+        }
+        self.tensors.sort_by_key(|(_, e)| e.original_offset);
+        Ok(())
     }
 }
 
@@ -575,8 +672,21 @@ impl Checkpoint {
 }
 
 impl Checkpoint {
-    /// The bytes before the first tensor (the safetensors header), checksum verified.
+    /// The safetensors header (its length and JSON), checksum verified.
     fn header_bytes(&self) -> PyResult<Vec<u8>> {
+        let mut bytes = self.header_run()?;
+        let n = bytes.get(..8).map_or(0, |n| {
+            u64::from_le_bytes(n.try_into().expect("8 bytes")).saturating_add(8)
+        });
+        if n < bytes.len() as u64 {
+            bytes.truncate(n as usize);
+        }
+        Ok(bytes)
+    }
+
+    /// The verbatim piece at the start of the file (the safetensors header, and the tensors
+    /// kept verbatim with it), checksum verified.
+    fn header_run(&self) -> PyResult<Vec<u8>> {
         let Some((number, entry)) = &self.header else {
             return Err(enec_error(format!("{}: no safetensors header", self.name)));
         };

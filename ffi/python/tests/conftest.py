@@ -11,7 +11,8 @@ import safetensors.numpy
 
 def every_dtype() -> dict:
     """One tensor per safetensors dtype numpy can hold, several spanning many frames, plus an
-    empty tensor and a scalar."""
+    empty tensor, a scalar, and an integer tensor large enough for a piece of its own (the small
+    ones lie in runs of verbatim bytes)."""
     rng = np.random.default_rng(7)
     weights = rng.normal(0.0, 0.02, size=(300, 131)).astype(np.float32)  # 39,300: three frames
     ints = rng.integers(-(2**62), 2**62, size=(5, 7), dtype=np.int64)
@@ -31,6 +32,7 @@ def every_dtype() -> dict:
         "i32": ints.astype(np.int32),
         "u64": ints.astype(np.uint64),
         "i64": ints,
+        "ids.i64": np.arange(4096, dtype=np.int64),
         "empty.bf16": np.zeros((0, 4), dtype=ml_dtypes.bfloat16),
         "scalar.f32": np.array(1.5, dtype=np.float32),
         "small.bf16": weights[0, :3].astype(ml_dtypes.bfloat16),

@@ -111,6 +111,29 @@ def test_save_file_writes_what_compressing_the_safetensors_file_writes(
     assert path.read_bytes() == expected.read_bytes()
 
 
+def test_thousands_of_scalars_do_not_grow_the_file(tmp_path):
+    """Tensors too small for an index entry lie in one run of verbatim bytes: the checkpoint is
+    at most 1 % plus 4 KiB larger than the file, and every tensor still loads by name."""
+    tensors = {}
+    for i in range(3000):
+        dtype = [np.float32, ml_dtypes.bfloat16, np.int64][i % 3]
+        tensors[f"model.layers.{i}.scale"] = np.array([i * 0.37], dtype=dtype)
+    original = tmp_path / "scalars.safetensors"
+    safetensors.numpy.save_file(tensors, str(original))
+    compressed = tmp_path / "scalars.enec"
+    enec.compress_file(original, compressed)
+    size, bound = compressed.stat().st_size, original.stat().st_size * 1.01 + 4096
+    assert size <= bound, f"{original.stat().st_size} bytes grew to {size}"
+    saved = tmp_path / "saved.enec"
+    enec.numpy.save_file(tensors, saved)
+    assert saved.read_bytes() == compressed.read_bytes()
+    assert_same(enec.numpy.load_file(compressed), tensors)
+    with enec.safe_open(compressed, framework="np") as f:
+        assert f.get_tensor("model.layers.7.scale").tobytes() == tensors["model.layers.7.scale"].tobytes()
+    enec.decompress_file(compressed, tmp_path / "restored")
+    assert (tmp_path / "restored").read_bytes() == original.read_bytes()
+
+
 def test_save_file_saves_strided_arrays_as_their_contiguous_copies(tmp_path):
     w = np.arange(24, dtype=np.float32).reshape(4, 6)
     enec.numpy.save_file({"t": w.T, "s": w[:, ::2]}, tmp_path / "strided.enec")
@@ -300,11 +323,23 @@ def test_safe_open_decodes_only_the_tensor_asked_for(checkpoint, tmp_path):
 
 def test_damaged_verbatim_tensor_is_named(checkpoint, tmp_path):
     _, compressed = checkpoint
+    offset, _ = payload(compressed, "ids.i64")
+    bad = damaged(compressed, offset, tmp_path / "bad.enec")
+    with pytest.raises(enec.EnecError, match='tensor "ids.i64": checksum mismatch'):
+        enec.numpy.load_file(bad)
+    with pytest.raises(enec.EnecError, match='tensor "ids.i64"'):
+        enec.decompress_file(bad, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_damaged_small_tensor_fails_its_run(checkpoint, tmp_path):
+    """A small tensor lies in a run of verbatim bytes: damage there fails the run's checksum."""
+    _, compressed = checkpoint
     offset, _ = payload(compressed, "i64")
     bad = damaged(compressed, offset, tmp_path / "bad.enec")
-    with pytest.raises(enec.EnecError, match='tensor "i64": checksum mismatch'):
+    with pytest.raises(enec.EnecError, match="checksum mismatch in the verbatim bytes"):
         enec.numpy.load_file(bad)
-    with pytest.raises(enec.EnecError, match='tensor "i64"'):
+    with pytest.raises(enec.EnecError, match="checksum mismatch in the verbatim bytes"):
         enec.decompress_file(bad, tmp_path / "out")
     assert not (tmp_path / "out").exists()
 

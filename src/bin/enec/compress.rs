@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use std::io::Write;
 
-use enec::container::{PieceKind, PieceMeta, Writer, MAGIC as CONTAINER_MAGIC};
+use enec::container::{self, PieceKind, PieceMeta, Writer, MAGIC as CONTAINER_MAGIC};
 use enec::format::MAGIC as STREAM_MAGIC;
 use enec::wrapped::{piece_checksum, FrameEncoder};
 use enec::{Dtype, EncodeOptions};
@@ -139,6 +139,9 @@ pub fn thread_pool(threads: usize) -> Result<rayon::ThreadPool> {
 enum Unit<'a> {
     /// A verbatim piece: its checksum is computed in parallel, its bytes written in order.
     Raw(usize, &'a [u8]),
+    /// A tensor below [`container::ALWAYS_ENEC_BYTES`] of a dtype enec codes: encoded whole by
+    /// one thread, then kept as its stream or verbatim ([`container::keeps_stream`]).
+    Whole(usize, Dtype, &'a [u8]),
     /// The start of an enec piece (its stream header).
     Start([u8; 32]),
     /// Frame `index` of an enec piece (the thread that encodes it fetches the next frame's input
@@ -155,7 +158,7 @@ fn frame_units<'a>(encoder: FrameEncoder<'a>) -> impl Iterator<Item = Result<Uni
 /// Input bytes of a unit, to size the pipeline's windows.
 fn weight(unit: &Unit<'_>) -> usize {
     match unit {
-        Unit::Raw(_, bytes) => bytes.len(),
+        Unit::Raw(_, bytes) | Unit::Whole(_, _, bytes) => bytes.len(),
         Unit::Frame(encoder, index) => encoder.frame_input(*index).len(),
         _ => 0,
     }
@@ -174,6 +177,29 @@ fn encode_unit(encoder: &FrameEncoder<'_>, index: u32, buffer: &mut Vec<u8>) -> 
 
 fn encoder<'a>(dtype: Dtype, bytes: &'a [u8], options: &EncodeOptions) -> Result<FrameEncoder<'a>> {
     FrameEncoder::new(&EncodeOptions { dtype, ..*options }, bytes).map_err(|e| e.to_string().into())
+}
+
+/// Encodes the tensor `bytes` whole into `buffer`; returns the stream's size, or `usize::MAX`
+/// when no stream of it can be kept (smaller than an empty stream and the piece's cost).
+fn encode_whole(
+    piece: &Piece,
+    dtype: Dtype,
+    bytes: &[u8],
+    options: &EncodeOptions,
+    buffer: &mut Vec<u8>,
+) -> Result<usize> {
+    let m = meta(piece, PieceKind::Enec, 0);
+    let smallest = 2 * enec::format::STREAM_HEADER_BYTES as u64;
+    if !container::keeps_stream(smallest, m.original_len, m.name, m.dtype, m.shape.len()) {
+        return Ok(usize::MAX);
+    }
+    let options = EncodeOptions { dtype, ..*options };
+    let failed = |e: enec::Error| format!("encoding tensor \"{}\": {e}", m.name);
+    let max = enec::max_encoded_size(&options, bytes.len()).map_err(failed)?;
+    if buffer.len() < max {
+        buffer.resize(max, 0);
+    }
+    Ok(enec::encode(&options, bytes, buffer).map_err(failed)?)
 }
 
 /// The index fields of `piece`.
@@ -210,6 +236,9 @@ pub fn compress_pieces<W: Write + Send>(
         let bytes = bytes_of(piece);
         let units: Box<dyn Iterator<Item = Result<Unit<'_>>>> = match piece.enec {
             None => Box::new(std::iter::once(Ok(Unit::Raw(i, bytes)))),
+            Some(dtype) if (bytes.len() as u64) < container::ALWAYS_ENEC_BYTES => {
+                Box::new(std::iter::once(Ok(Unit::Whole(i, dtype, bytes))))
+            }
             Some(dtype) => match encoder(dtype, bytes, options) {
                 Ok(encoder) => Box::new(
                     std::iter::once(Ok(Unit::Start(encoder.header())))
@@ -221,19 +250,53 @@ pub fn compress_pieces<W: Write + Send>(
         };
         units
     });
+    // A verbatim piece gets an entry of its own only when it is a tensor large enough
+    // (container::own_raw_piece); the rest join one run of verbatim bytes.
+    let own = |piece: &Piece| {
+        let m = meta(piece, PieceKind::Raw, 0);
+        piece.tensor.is_some()
+            && container::own_raw_piece(m.original_len, m.name, m.dtype, m.shape.len())
+    };
     let work = |u: &Unit<'_>, buffer: &mut Vec<u8>| match u {
-        Unit::Raw(_, bytes) => Ok(piece_checksum(bytes) as usize),
+        Unit::Raw(i, bytes) if own(&pieces[*i]) => Ok(piece_checksum(bytes) as usize),
+        Unit::Whole(i, dtype, bytes) => encode_whole(&pieces[*i], *dtype, bytes, options, buffer),
         Unit::Frame(encoder, index) => encode_unit(encoder, *index, buffer),
         _ => Ok(0),
     };
     let mut writer = Writer::new(out).map_err(written)?;
-    let emit = |u: Unit<'_>, result: usize, buffer: &[u8]| match u {
-        Unit::Raw(i, bytes) => {
+    let mut encoded = 0;
+    // `checksum`: the piece's, where `work` computed it.
+    let verbatim = |writer: &mut Writer<&mut W>, i: usize, bytes: &[u8], checksum: Option<u32>| {
+        let piece = &pieces[i];
+        if own(piece) {
             writer.begin().map_err(written)?;
             writer.payload(bytes).map_err(written)?;
-            done(bytes);
-            let meta = meta(&pieces[i], PieceKind::Raw, result as u32);
-            writer.end(meta).map_err(written)
+            let checksum = checksum.unwrap_or_else(|| piece_checksum(bytes));
+            writer
+                .end(meta(piece, PieceKind::Raw, checksum))
+                .map_err(written)?;
+        } else {
+            writer.verbatim(bytes).map_err(written)?;
+        }
+        done(bytes);
+        Ok::<(), crate::error::CliError>(())
+    };
+    let emit = |u: Unit<'_>, result: usize, buffer: &[u8]| match u {
+        Unit::Raw(i, bytes) => verbatim(&mut writer, i, bytes, Some(result as u32)),
+        Unit::Whole(i, _, bytes) => {
+            let m = meta(&pieces[i], PieceKind::Enec, 0);
+            let (name, dtype, rank) = (m.name, m.dtype, m.shape.len());
+            if result != usize::MAX
+                && container::keeps_stream(result as u64, m.original_len, name, dtype, rank)
+            {
+                writer.begin().map_err(written)?;
+                writer.payload(&buffer[..result]).map_err(written)?;
+                done(bytes);
+                encoded += 1;
+                writer.end(m).map_err(written)
+            } else {
+                verbatim(&mut writer, i, bytes, None)
+            }
         }
         Unit::Start(header) => {
             writer.begin().map_err(written)?;
@@ -243,9 +306,12 @@ pub fn compress_pieces<W: Write + Send>(
             done(encoder.frame_input(index));
             writer.payload(&buffer[..result]).map_err(written)
         }
-        Unit::End(i) => writer
-            .end(meta(&pieces[i], PieceKind::Enec, 0))
-            .map_err(written),
+        Unit::End(i) => {
+            encoded += 1;
+            writer
+                .end(meta(&pieces[i], PieceKind::Enec, 0))
+                .map_err(written)
+        }
     };
     pipeline::run(units, weight, work, emit)?;
     let compressed = writer.finish().map_err(written)?;
@@ -253,7 +319,7 @@ pub fn compress_pieces<W: Write + Send>(
         original: data.len() as u64,
         compressed,
         tensors: pieces.iter().filter(|p| p.tensor.is_some()).count(),
-        encoded: pieces.iter().filter(|p| p.enec.is_some()).count(),
+        encoded,
         seconds: 0.0,
     })
 }

@@ -2,18 +2,20 @@
 
 use std::path::Path;
 
-use enec::container::PieceKind;
+use enec::container::{Container, PieceKind};
 use enec::{FrameCoding, StreamInfo};
 use serde_json::json;
 
 use crate::decompress::{self, Kind};
 use crate::error::{say, Result};
-use crate::input;
+use crate::{input, safetensors};
 
 /// What one piece holds.
 struct Row {
     /// A tensor of the original file (else verbatim bytes, or a bare stream).
     tensor: bool,
+    /// Tensors of the original file that lie in these verbatim bytes, with no entry of their own.
+    holds: usize,
     name: String,
     dtype: String,
     shape: Vec<u64>,
@@ -42,6 +44,7 @@ fn ratio(original: u64, stored: u64) -> f64 {
 fn rows(name: &str, data: &[u8], kind: &Kind<'_>) -> Result<Vec<Row>> {
     let row = |name: &str, dtype: &str, shape: Vec<u64>, kind, original, stored: usize| Row {
         tensor: false,
+        holds: 0,
         name: name.to_owned(),
         dtype: dtype.to_owned(),
         shape,
@@ -79,6 +82,9 @@ fn rows(name: &str, data: &[u8], kind: &Kind<'_>) -> Result<Vec<Row>> {
             })
             .collect(),
     };
+    if let Kind::Container(c) = kind {
+        count_unindexed(c, &mut rows);
+    }
     let sources = decompress::sources(name, data, kind)?;
     for (row, source) in rows.iter_mut().zip(&sources) {
         if row.kind != PieceKind::Enec {
@@ -96,6 +102,41 @@ fn rows(name: &str, data: &[u8], kind: &Kind<'_>) -> Result<Vec<Row>> {
         }
     }
     Ok(rows)
+}
+
+/// Counts, in the rows of the verbatim pieces of `c`, the tensors that the safetensors header at
+/// its start names and that have no entry of their own (FORMAT.md 9.6). Nothing is counted when
+/// the first piece does not hold a header (its checksum is not verified here).
+fn count_unindexed(c: &Container<'_>, rows: &mut [Row]) {
+    let Some((_, first)) = c.entries().next() else {
+        return;
+    };
+    if first.kind != PieceKind::Raw || first.is_tensor() {
+        return;
+    }
+    let Ok(tensors) = safetensors::parse_prefix(c.payload(&first), c.original_len()) else {
+        return;
+    };
+    let entries: Vec<_> = c.entries().map(|(_, e)| e).collect();
+    let indexed: std::collections::HashSet<&str> = entries
+        .iter()
+        .filter(|e| e.is_tensor())
+        .map(|e| e.name)
+        .collect();
+    for t in tensors {
+        if indexed.contains(t.name.as_str()) {
+            continue;
+        }
+        let at = entries.partition_point(|e| e.original_offset + e.original_len <= t.start);
+        if let (Some(e), Some(row)) = (entries.get(at), rows.get_mut(at)) {
+            if e.kind == PieceKind::Raw
+                && !e.is_tensor()
+                && t.end <= e.original_offset + e.original_len
+            {
+                row.holds += 1;
+            }
+        }
+    }
 }
 
 fn shape_text(shape: &[u64]) -> String {
@@ -147,6 +188,7 @@ pub fn info(input: &Path, as_json: bool) -> Result<()> {
                     "dtype": r.dtype,
                     "shape": r.shape,
                     "kind": if r.kind == PieceKind::Enec { "enec" } else { "raw" },
+                    "tensors_within": r.holds,
                     "original_bytes": r.original,
                     "stored_bytes": r.stored,
                     "ratio": ratio(r.original, r.stored),
@@ -177,9 +219,21 @@ pub fn info(input: &Path, as_json: bool) -> Result<()> {
         say!("{doc:#}");
         return Ok(());
     }
+    let label = |r: &Row| {
+        if !r.tensor && r.holds > 0 {
+            let s = if r.holds == 1 { "" } else { "s" };
+            format!("(verbatim bytes, {} tensor{s})", r.holds)
+        } else if !r.tensor {
+            "(verbatim bytes)".to_owned()
+        } else if r.name.is_empty() {
+            "\"\"".to_owned()
+        } else {
+            r.name.clone()
+        }
+    };
     let width = rows
         .iter()
-        .map(|r| r.name.len())
+        .map(|r| label(r).len())
         .max()
         .unwrap_or(0)
         .clamp(6, 60);
@@ -214,13 +268,7 @@ pub fn info(input: &Path, as_json: bool) -> Result<()> {
         "stored"
     );
     for r in &rows {
-        let label = if !r.tensor {
-            "(verbatim bytes)".to_owned()
-        } else if r.name.is_empty() {
-            "\"\"".to_owned()
-        } else {
-            r.name.clone()
-        };
+        let label = label(r);
         let (frames, ranked, groups, stored) = if r.kind == PieceKind::Enec {
             (
                 r.frames().to_string(),

@@ -76,8 +76,15 @@ impl std::fmt::Display for NotSafetensors {
 
 /// Why `bytes` is not a safetensors file, or its tensors sorted by offset.
 pub fn parse(bytes: &[u8]) -> Result<Vec<Tensor>, NotSafetensors> {
+    parse_prefix(bytes, bytes.len() as u64)
+}
+
+/// [`parse`] of a file of `len` bytes of which only `prefix`, its start, is at hand (its
+/// header at least): what a reader of a container finds in the run of verbatim bytes at its
+/// start, to locate the tensors that have no index entry of their own.
+pub fn parse_prefix(prefix: &[u8], len: u64) -> Result<Vec<Tensor>, NotSafetensors> {
     let mut json_ok = false;
-    parse_checked(bytes, &mut json_ok).map_err(|why| {
+    parse_checked(prefix, len, &mut json_ok).map_err(|why| {
         if json_ok {
             NotSafetensors::Damaged(why)
         } else {
@@ -86,16 +93,15 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<Tensor>, NotSafetensors> {
     })
 }
 
-/// [`parse`], setting `json_ok` once the header is known to be a JSON object.
-fn parse_checked(bytes: &[u8], json_ok: &mut bool) -> Result<Vec<Tensor>, String> {
-    let len = bytes.len() as u64;
+/// [`parse_prefix`], setting `json_ok` once the header is known to be a JSON object.
+fn parse_checked(bytes: &[u8], len: u64, json_ok: &mut bool) -> Result<Vec<Tensor>, String> {
     let Some(prefix) = bytes.get(..8) else {
         return Err(format!(
             "{len} bytes is too short for a safetensors file (it starts with an 8-byte header length)"
         ));
     };
     let n = u64::from_le_bytes(prefix.try_into().map_err(|_| "short prefix")?);
-    if n > MAX_HEADER || n > len - 8 {
+    if n > MAX_HEADER || n > len - 8 || n > bytes.len() as u64 - 8 {
         return Err(format!(
             "its first 8 bytes announce a {n}-byte JSON header, and the file has {len} bytes"
         ));
