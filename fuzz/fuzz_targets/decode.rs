@@ -8,7 +8,12 @@
 //!
 //! The input is tried twice: as it is, and with its stream-header check recomputed, so that
 //! mutations of the header fields get past the check and reach the code behind it.
+//!
+//! `simd_in_use` and `kernels_in_use` name the kernels the dispatched calls run: what the CPU's
+//! features and `ENEC_PORTABLE` / `ENEC_NO_AVX512` select, the same on every call.
 #![no_main]
+
+use std::sync::OnceLock;
 
 use enec::frame::{decode_frame, decode_frame_with, Stores};
 use enec::{decode, encode, frames, read_header, EncodeOptions, Error};
@@ -27,7 +32,50 @@ fuzz_target!(|input: &[u8]| {
         check_stream(&fixed, seed);
     }
     check_frame(input);
+    check_kernel_report();
 });
+
+/// `simd_in_use` and `kernels_in_use` agree with each other and with what the CPU and the
+/// environment select (the rule their documentation states), on every call.
+fn check_kernel_report() {
+    static EXPECTED: OnceLock<(bool, &'static str)> = OnceLock::new();
+    let expected = *EXPECTED.get_or_init(selected_kernels);
+    let report = no_alloc("kernel report", || {
+        (enec::simd_in_use(), enec::kernels_in_use())
+    });
+    assert_eq!(
+        report, expected,
+        "simd_in_use / kernels_in_use misreport the kernels"
+    );
+}
+
+/// The kernels the documented rule selects on this machine: `(simd_in_use, kernels_in_use)`.
+fn selected_kernels() -> (bool, &'static str) {
+    let set = |name: &str| std::env::var_os(name).is_some_and(|v| v == "1");
+    if set("ENEC_PORTABLE") {
+        return (false, "portable");
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::is_x86_feature_detected as has;
+        if has!("avx2") && has!("bmi1") && has!("bmi2") && has!("lzcnt") && has!("popcnt") {
+            let avx512 = has!("avx512f")
+                && has!("avx512bw")
+                && has!("avx512vl")
+                && has!("avx512vbmi")
+                && has!("avx512vbmi2")
+                && has!("avx512bitalg")
+                && has!("gfni")
+                && !set("ENEC_NO_AVX512");
+            return (true, if avx512 { "AVX2+AVX-512" } else { "AVX2" });
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    if std::arch::is_aarch64_feature_detected!("neon") {
+        return (true, "NEON");
+    }
+    (false, "portable")
+}
 
 fn check_stream(stream: &[u8], seed: u64) {
     let header = no_alloc("read_header", || read_header(stream));
