@@ -298,6 +298,71 @@ fn tiny_tensors_do_not_grow_the_file() {
     }
 }
 
+/// In a checkpoint whose entries cost little beside its weights (a real model's), every tensor
+/// has an index entry, the small biases and counters too: they are found by name.
+#[test]
+fn every_tensor_of_a_checkpoint_is_indexed() {
+    let dir = Dir::new();
+    let weights = |n: usize, scale: f32| -> Vec<u8> {
+        values(n, scale)
+            .iter()
+            .flat_map(|&x| bf16::from_f32(x).to_le_bytes())
+            .collect()
+    };
+    let tensors = vec![
+        (
+            "layer.0.weight".to_owned(),
+            "BF16",
+            vec![256, 256],
+            weights(65536, 0.02),
+        ),
+        (
+            "layer.0.bias".to_owned(),
+            "BF16",
+            vec![384],
+            weights(384, 0.01),
+        ),
+        (
+            "layer.1.weight".to_owned(),
+            "BF16",
+            vec![256, 256],
+            weights(65536, 0.03),
+        ),
+        (
+            "norm.weight".to_owned(),
+            "F32",
+            vec![8],
+            1f32.to_le_bytes().repeat(8),
+        ),
+        (
+            "step".to_owned(),
+            "I64",
+            vec![1],
+            7i64.to_le_bytes().to_vec(),
+        ),
+    ];
+    let file = safetensors_of(&tensors);
+    let input = dir.write("model.safetensors", &file);
+    let packed = dir.path("model.enec");
+    let restored = dir.path("model.restored");
+    ok(&["compress", p(&input), p(&packed)]);
+    ok(&["decompress", p(&packed), p(&restored)]);
+    assert_eq!(std::fs::read(&restored).unwrap(), file);
+    let bytes = std::fs::read(&packed).unwrap();
+    let c = Container::parse(&bytes).unwrap();
+    for (name, dtype, _, data) in &tensors {
+        let (_, e) = c
+            .find(name)
+            .unwrap_or_else(|| panic!("{name} has no entry"));
+        assert_eq!(
+            (e.dtype, e.original_len),
+            (*dtype, data.len() as u64),
+            "{name}"
+        );
+    }
+    assert!(bytes.len() < file.len());
+}
+
 /// A tensor named "" is a tensor of the container (enec or raw), found and listed like any.
 #[test]
 fn a_tensor_named_empty_is_kept() {

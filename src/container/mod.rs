@@ -249,12 +249,28 @@ pub fn keeps_stream(
         || stream_len.saturating_add(piece_cost(name, dtype, rank)) <= original_len
 }
 
+/// Whether every tensor of a file of `file_len` bytes gets a piece and an index entry of its
+/// own (FORMAT.md 9.6): when the [`piece_cost`]s of all its tensors (`tensors`: name, dtype and
+/// rank of each) together are at most 0.5 % of the file, as in real checkpoints, where a few
+/// hundred tensors hold megabytes each. Then no tensor is left out of the index, and the
+/// entries cannot grow the file by more than that.
+pub fn every_tensor_indexed<'t>(
+    file_len: u64,
+    tensors: impl IntoIterator<Item = (&'t str, &'t str, usize)>,
+) -> bool {
+    let costs = tensors.into_iter().fold(0u64, |sum, (name, dtype, rank)| {
+        sum.saturating_add(piece_cost(name, dtype, rank))
+    });
+    costs.saturating_mul(200) <= file_len
+}
+
 /// Whether a verbatim tensor of `original_len` bytes gets a piece and an index entry of its own
-/// (FORMAT.md 9.6): when it has at least 100 times its [`piece_cost`], so that the entry costs
-/// at most 1 % of it. Smaller ones join the run of verbatim bytes around them, found through
-/// the safetensors header ([`Container::verbatim_at`]).
-pub fn own_raw_piece(original_len: u64, name: &str, dtype: &str, rank: usize) -> bool {
-    original_len >= 100 * piece_cost(name, dtype, rank)
+/// (FORMAT.md 9.6): always in a file where [`every_tensor_indexed`] holds (`all`), else when it
+/// has at least 100 times its [`piece_cost`], so that the entry costs at most 1 % of it.
+/// Smaller ones join the run of verbatim bytes around them, found through the safetensors
+/// header ([`Container::verbatim_at`]).
+pub fn own_raw_piece(all: bool, original_len: u64, name: &str, dtype: &str, rank: usize) -> bool {
+    all || original_len >= 100 * piece_cost(name, dtype, rank)
 }
 
 /// One piece of the original file: where it was, where it is, and what it is.

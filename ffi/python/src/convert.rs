@@ -51,6 +51,7 @@ pub fn compress<W: Write>(
     }
     let tensors = safetensors::parse(data).map_err(|why| format!("{name}: {why}"))?;
     let pieces = safetensors::plan(data.len() as u64, tensors);
+    let all = safetensors::every_tensor_indexed(&pieces);
     let mut writer = Writer::new(out)?;
     let mut stream = Vec::new();
     for piece in &pieces {
@@ -60,6 +61,7 @@ pub fn compress<W: Write>(
             &mut writer,
             piece,
             bytes,
+            all,
             options,
             threads,
             &mut stream,
@@ -71,13 +73,16 @@ pub fn compress<W: Write>(
 /// Writes `piece` of the original file, whose bytes are `bytes`, to `writer` as FORMAT.md 9.6
 /// says: BF16, F16 and F32 tensors encoded (in `stream`, grown to the largest one) and kept as
 /// streams where [`container::keeps_stream`] says so, other pieces verbatim, in a piece of their
-/// own where [`container::own_raw_piece`] says so, else in the run of verbatim bytes. `name` is
-/// the file, for messages.
+/// own where [`container::own_raw_piece`] says so (`all`: every tensor does, as
+/// [`safetensors::every_tensor_indexed`] decided for the file), else in the run of verbatim
+/// bytes. `name` is the file, for messages.
+#[allow(clippy::too_many_arguments)]
 pub fn write_piece<W: Write>(
     name: &str,
     writer: &mut Writer<W>,
     piece: &Piece,
     bytes: &[u8],
+    all: bool,
     options: &EncodeOptions,
     threads: usize,
     stream: &mut Vec<u8>,
@@ -117,7 +122,7 @@ pub fn write_piece<W: Write>(
             }
         }
     }
-    if piece.tensor.is_some() && container::own_raw_piece(original_len, tensor, dtype, rank) {
+    if piece.tensor.is_some() && container::own_raw_piece(all, original_len, tensor, dtype, rank) {
         writer.begin()?;
         writer.payload(bytes)?;
         writer.end(meta(PieceKind::Raw, enec::wrapped::piece_checksum(bytes)))?;

@@ -156,6 +156,8 @@ pub struct Saving<W: Write> {
     name: String,
     writer: Writer<W>,
     pieces: Vec<Piece>,
+    /// Every tensor gets an index entry ([`safetensors::every_tensor_indexed`]).
+    all: bool,
     /// The next piece to write.
     next: usize,
     /// The bytes of piece `next` received so far, when they do not arrive at once.
@@ -177,6 +179,7 @@ impl<W: Write> Saving<W> {
         let mut saving = Saving {
             name,
             writer: Writer::new(out)?,
+            all: safetensors::every_tensor_indexed(&plan.pieces),
             pieces: plan.pieces,
             next: 0,
             pending: Vec::new(),
@@ -200,6 +203,7 @@ impl<W: Write> Saving<W> {
                     &mut self.writer,
                     piece,
                     bytes,
+                    self.all,
                     &self.options,
                     self.threads,
                     &mut self.stream,
@@ -216,6 +220,7 @@ impl<W: Write> Saving<W> {
                     &mut self.writer,
                     piece,
                     &self.pending,
+                    self.all,
                     &self.options,
                     self.threads,
                     &mut self.stream,

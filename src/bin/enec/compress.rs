@@ -252,10 +252,11 @@ pub fn compress_pieces<W: Write + Send>(
     });
     // A verbatim piece gets an entry of its own only when it is a tensor large enough
     // (container::own_raw_piece); the rest join one run of verbatim bytes.
+    let all = safetensors::every_tensor_indexed(pieces);
     let own = |piece: &Piece| {
         let m = meta(piece, PieceKind::Raw, 0);
         piece.tensor.is_some()
-            && container::own_raw_piece(m.original_len, m.name, m.dtype, m.shape.len())
+            && container::own_raw_piece(all, m.original_len, m.name, m.dtype, m.shape.len())
     };
     let work = |u: &Unit<'_>, buffer: &mut Vec<u8>| match u {
         Unit::Raw(i, bytes) if own(&pieces[*i]) => Ok(piece_checksum(bytes) as usize),

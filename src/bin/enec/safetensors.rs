@@ -43,6 +43,17 @@ pub struct Piece {
     pub end: u64,
 }
 
+/// Whether every tensor of the file that `pieces` cover gets an index entry of its own
+/// ([`enec::container::every_tensor_indexed`]).
+pub fn every_tensor_indexed(pieces: &[Piece]) -> bool {
+    let file_len = pieces.last().map_or(0, |p| p.end);
+    let tensors = pieces.iter().filter_map(|p| p.tensor.as_ref());
+    enec::container::every_tensor_indexed(
+        file_len,
+        tensors.map(|t| (t.name.as_str(), t.dtype.as_str(), t.shape.len())),
+    )
+}
+
 /// Bytes per element of the safetensors dtypes whose size is fixed.
 pub fn dtype_size(dtype: &str) -> Option<u64> {
     Some(match dtype {
