@@ -205,12 +205,14 @@ pub enum PieceKind {
     Enec = 1,
 }
 
-/// The safetensors dtype name of an enec dtype (`BF16`, `F16`, `F32`).
+/// The safetensors dtype name of an enec dtype (`BF16`, `F16`, `F32`, `F8_E4M3`, `F8_E5M2`).
 pub const fn safetensors_dtype_name(dtype: Dtype) -> &'static str {
     match dtype {
         Dtype::Bf16 => "BF16",
         Dtype::Fp16 => "F16",
         Dtype::Fp32 => "F32",
+        Dtype::E4m3 => "F8_E4M3",
+        Dtype::E5m2 => "F8_E5M2",
     }
 }
 
@@ -220,6 +222,8 @@ pub fn dtype_from_safetensors(name: &str) -> Option<Dtype> {
         "BF16" => Some(Dtype::Bf16),
         "F16" => Some(Dtype::Fp16),
         "F32" => Some(Dtype::Fp32),
+        "F8_E4M3" => Some(Dtype::E4m3),
+        "F8_E5M2" => Some(Dtype::E5m2),
         _ => None,
     }
 }
