@@ -334,6 +334,44 @@ fn fp32_checksums_on() {
 }
 
 #[test]
+fn e4m3_checksums_on() {
+    run(Dtype::E4m3, true);
+}
+
+#[test]
+fn e5m2_checksums_on() {
+    run(Dtype::E5m2, true);
+}
+
+#[test]
+fn e5m2_checksums_off_never_panics() {
+    run(Dtype::E5m2, false);
+}
+
+/// An FP8 stream whose header claims minor version 0 (which had no FP8 dtypes) is refused, with a
+/// valid header check, so that only the version rule can refuse it.
+#[test]
+fn fp8_stream_of_minor_version_0_is_refused() {
+    for dtype in [Dtype::E4m3, Dtype::E5m2] {
+        let mut stream = encode_vec(
+            &options(dtype, Coding::Ranked, true, 10),
+            &real(dtype, 0, 3000),
+        );
+        assert_eq!(stream[5], 1, "FP8 streams carry minor version 1");
+        stream[5] = 0;
+        let check = enec::checksum::h32(&stream[..28]);
+        stream[28..32].copy_from_slice(&check.to_le_bytes());
+        let mut out = vec![0u8; 3000];
+        assert_eq!(
+            decode(&stream, &mut out),
+            Err(enec::Error::CorruptHeader(
+                "dtype is newer than the stream's minor version"
+            ))
+        );
+    }
+}
+
+#[test]
 fn bf16_checksums_off_never_panics() {
     run(Dtype::Bf16, false);
 }
