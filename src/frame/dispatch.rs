@@ -56,43 +56,6 @@ mod x86 {
         }
         decoded
     }
-
-    /// 1-byte (FP8) elements: the portable kernels (the AVX2 ones take 2- and 4-byte elements),
-    /// compiled with AVX2 so that their loops vectorize as wide.
-    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
-    #[allow(clippy::too_many_arguments)]
-    pub(super) unsafe fn encode_frame_narrow(
-        _isa: Avx2,
-        dtype: Dtype,
-        coding: Coding,
-        checksums: bool,
-        input: &[u8],
-        next: &[u8],
-        elements: usize,
-        out: &mut [u8],
-    ) -> Result<usize> {
-        encode_frame_impl(
-            Portable, dtype, coding, checksums, input, next, elements, out,
-        )
-    }
-
-    /// As [`encode_frame_narrow`], for decoding.
-    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
-    #[allow(clippy::too_many_arguments)]
-    pub(super) unsafe fn decode_frame_narrow(
-        _isa: Avx2,
-        dtype: Dtype,
-        checksums: bool,
-        index: u32,
-        elements: usize,
-        frame: &[u8],
-        out: &mut [u8],
-        stores: Stores,
-    ) -> Result<usize> {
-        decode_frame_impl(
-            Portable, dtype, checksums, index, elements, frame, out, stores,
-        )
-    }
 }
 
 #[cfg(all(feature = "std", target_arch = "aarch64"))]
@@ -129,43 +92,6 @@ mod aarch64 {
     ) -> Result<usize> {
         // (The NEON kernels store through the cache whatever `stores` asks.)
         decode_frame_impl(isa, dtype, checksums, index, elements, frame, out, stores)
-    }
-
-    /// 1-byte (FP8) elements: the portable kernels (the NEON ones take 2- and 4-byte elements),
-    /// compiled with NEON.
-    #[target_feature(enable = "neon")]
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn encode_frame_narrow(
-        _isa: Neon,
-        dtype: Dtype,
-        coding: Coding,
-        checksums: bool,
-        input: &[u8],
-        next: &[u8],
-        elements: usize,
-        out: &mut [u8],
-    ) -> Result<usize> {
-        encode_frame_impl(
-            Portable, dtype, coding, checksums, input, next, elements, out,
-        )
-    }
-
-    /// As [`encode_frame_narrow`], for decoding.
-    #[target_feature(enable = "neon")]
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn decode_frame_narrow(
-        _isa: Neon,
-        dtype: Dtype,
-        checksums: bool,
-        index: u32,
-        elements: usize,
-        frame: &[u8],
-        out: &mut [u8],
-        stores: Stores,
-    ) -> Result<usize> {
-        decode_frame_impl(
-            Portable, dtype, checksums, index, elements, frame, out, stores,
-        )
     }
 }
 
@@ -235,25 +161,13 @@ pub(crate) fn encode_frame(
     if let Some(isa) = avx2() {
         // SAFETY: the token exists only when this CPU has every feature the x86 functions are
         // compiled for; they are otherwise ordinary safe functions.
-        return unsafe {
-            if dtype.element_bytes() == 1 {
-                x86::encode_frame_narrow(isa, dtype, c, checksums, input, next, e, out)
-            } else {
-                x86::encode_frame(isa, dtype, c, checksums, input, next, e, out)
-            }
-        };
+        return unsafe { x86::encode_frame(isa, dtype, c, checksums, input, next, e, out) };
     }
     #[cfg(all(feature = "std", target_arch = "aarch64"))]
     if let Some(isa) = neon() {
         // SAFETY: the token exists only when this CPU has NEON, the feature the aarch64
         // functions are compiled for.
-        return unsafe {
-            if dtype.element_bytes() == 1 {
-                aarch64::encode_frame_narrow(isa, dtype, c, checksums, input, next, e, out)
-            } else {
-                aarch64::encode_frame(isa, dtype, c, checksums, input, next, e, out)
-            }
-        };
+        return unsafe { aarch64::encode_frame(isa, dtype, c, checksums, input, next, e, out) };
     }
     encode_frame_impl(Portable, dtype, c, checksums, input, next, e, out)
 }
@@ -271,24 +185,14 @@ pub(crate) fn decode_frame(
     if let Some(isa) = avx2() {
         // SAFETY: as in `encode_frame`: the CPU has the features `x86::decode_frame` needs.
         return unsafe {
-            if dtype.element_bytes() == 1 {
-                x86::decode_frame_narrow(isa, dtype, checksums, index, elements, frame, out, stores)
-            } else {
-                x86::decode_frame(isa, dtype, checksums, index, elements, frame, out, stores)
-            }
+            x86::decode_frame(isa, dtype, checksums, index, elements, frame, out, stores)
         };
     }
     #[cfg(all(feature = "std", target_arch = "aarch64"))]
     if let Some(isa) = neon() {
         // SAFETY: as in `encode_frame`: the CPU has NEON, which `aarch64::decode_frame` needs.
         return unsafe {
-            if dtype.element_bytes() == 1 {
-                aarch64::decode_frame_narrow(
-                    isa, dtype, checksums, index, elements, frame, out, stores,
-                )
-            } else {
-                aarch64::decode_frame(isa, dtype, checksums, index, elements, frame, out, stores)
-            }
+            aarch64::decode_frame(isa, dtype, checksums, index, elements, frame, out, stores)
         };
     }
     decode_frame_impl(
