@@ -690,10 +690,10 @@ fn ascendc_model_rejects_broken_kernels() {
             "decode",
             "R2 position",
         ),
-        // The symbol table widened by V before its copy-in is known to have landed.
+        // Plane words gathered from the cached frame before its copy-in is known to have landed.
         (
             "kernel/enec_decode.h",
-            "sync_pipes<AscendC::HardEvent::MTE2_V>();",
+            "cacheQue.EnQue(cache);\n                cache = cacheQue.DeQue<uint16_t>();",
             "",
             "decode",
             "R1 read-after-write on UB",
