@@ -693,7 +693,7 @@ fn ascendc_model_rejects_broken_kernels() {
         // Plane words gathered from the cached frame before its copy-in is known to have landed.
         (
             "kernel/enec_decode.h",
-            "cacheQue.EnQue(cache);\n                cache = cacheQue.DeQue<uint16_t>();",
+            "cacheQue.EnQue(cache);\n            cache = cacheQue.DeQue<uint16_t>();",
             "",
             "decode",
             "R1 read-after-write on UB",

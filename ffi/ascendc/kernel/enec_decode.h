@@ -52,12 +52,13 @@ private:
 };
 
 // A frame of at most CACHE_BYTES bytes (all frames of 2^14 elements or fewer, any dtype: a coded
-// frame is smaller than the stored one, 32 + 2^14 * 4 bytes) is copied GM -> UB whole, in one
+// frame is no larger than the stored one, 32 + 2^14 * 4 bytes) is copied GM -> UB whole, in one
 // DMA, and every plane word is read from there: each byte of the frame comes in once. The
 // format places value v of a p-bit sub-plane at word v mod W, so a tile of consecutive values
 // uses p bits of each of its words and the other tiles of the frame use the rest; copying runs
-// of words per tile instead copies each word 16 / p times. Larger frames copy their runs per
-// tile (unpack_range through inQue).
+// of words per tile instead copies each word 16 / p times. Of a larger frame, the sub-planes of
+// fewer than 16 bits that fit are cached, narrowest first; the runs of the others are copied in
+// per tile (unpack_range through inQue).
 constexpr uint32_t CACHE_BYTES = HEADER_BYTES + TILE * 64;
 
 class KernelDecode {
@@ -147,20 +148,51 @@ private:
         if (params.coding == CODING_STORED) {
             DecodeStored();
         } else {
-            cached = frameBytes <= CACHE_BYTES;
-            if (cached) {  // words 16.. of the cache are the frame's words 16.. (the header is in headerBuf)
-                cache = cacheQue.AllocTensor<uint16_t>();
-                AscendC::DataCopy(cache[HEADER_BYTES / 2], frameWords[HEADER_BYTES / 2], (frameBytes - HEADER_BYTES) / 2);
-                cacheQue.EnQue(cache);
-                cache = cacheQue.DeQue<uint16_t>();
-            }
+            cache = cacheQue.AllocTensor<uint16_t>();
+            FillCache(frameBytes);
+            cacheQue.EnQue(cache);
+            cache = cacheQue.DeQue<uint16_t>();
             st = params.coding == CODING_RANKED ? DecodeRanked() : DecodeGroups();
-            if (cached) cacheQue.FreeTensor(cache);
+            cacheQue.FreeTensor(cache);
             cached = false;
         }
         if (st != ENEC_FRAME_OK) return st;
         if (tiling.checksums != 0 && hash.finish() != checksum) return ENEC_FRAME_CHECKSUM_MISMATCH;
         return ENEC_FRAME_OK;
+    }
+
+    // The cache (words 16.. of `cache`; the lead lanes of a run may read the 16 below): the whole
+    // frame if it fits (cache word = frame word; the header is in headerBuf), else sub-planes of
+    // fewer than 16 bits, narrowest first (the most reads saved per byte), as many as fit.
+    // cacheAt[plane][sub] = the cache word of the sub-plane's word 0, or NOT_CACHED.
+    __aicore__ inline void FillCache(uint32_t frameBytes) {
+        cached = frameBytes <= CACHE_BYTES;
+        uint32_t used = HEADER_BYTES / 2, visited = 0;
+        if (cached) AscendC::DataCopy(cache[used], frameWords[used], (frameBytes - HEADER_BYTES) / 2);
+        for (uint32_t i = 0; i <= MAX_LEVELS + 1; i++)
+            for (uint32_t k = 0; k < 5; k++) cacheAt[i][k] = NOT_CACHED;
+        // Cached whole: one pass sets every sub-plane. Else passes for 1, 2, 4, 8 bits (a 16-bit
+        // sub-plane's words are each read once anyway).
+        for (uint32_t bits = cached ? 16 : 1; bits <= (cached ? 16u : 8u); bits <<= 1) {
+            for (uint32_t i = 0; i <= layout.planeCount; i++) {
+                const Plane& plane = i == 0 ? layout.residual : layout.planes[i - 1];
+                for (uint32_t k = 0; k < plane.len; k++) {
+                    const SubPlane& sub = plane.subs[k];
+                    visited++;
+                    if (cached) {
+                        cacheAt[i][k] = sub.offset / 2;
+                        continue;
+                    }
+                    if (sub.bits != bits) continue;
+                    uint32_t words = pad32(2 * sub.words) / 2;
+                    if (words == 0 || 2 * (used + words) > CACHE_BYTES) continue;
+                    AscendC::DataCopy(cache[used], frameWords[sub.offset / 2], words);
+                    cacheAt[i][k] = used;
+                    used += words;
+                }
+            }
+        }
+        ENEC_SCALAR_OPS(6 * visited);
     }
 
     // Stored frames move GM -> UB (MTE2, a VECIN queue) -> UB (V: the checksum reads the tile,
@@ -360,23 +392,23 @@ private:
     }
 
     // unpack_range (src/kernels/): values [start, start + count) of `plane` into lo (bits 0..16)
-    // and hi (bits 16..24, planes wider than 16 bits only). Each run of words is gathered from the
-    // cached frame (one Gather: lane q from byte 2 * (word - lead + q); the lead lanes then
-    // zeroed), or else copied in through inQue (two buffers: run k + 1 comes in while run k is
-    // computed).
+    // and hi (bits 16..24, planes wider than 16 bits only). Each run of words of a cached
+    // sub-plane is gathered from the cache (one Gather: lane q from byte 2 * (word - lead + q); the
+    // lead lanes then zeroed); the others are copied in through inQue (two buffers: run k + 1
+    // comes in while run k is computed).
     __aicore__ inline void unpack_range(const Plane& plane, uint32_t start, uint32_t count,
                                         const LocalTensor<uint16_t>& lo, const LocalTensor<uint16_t>& hi) {
         ZeroFields(plane, count, lo, hi);
-        if (cached) {
-            LocalTensor<uint16_t> words = gatherBuf.Get<uint16_t>();
-            for (RunWalk w(plane, start, count); w.Valid(); w.Next()) {
-                AscendC::Gather(words, cache, laneBytesBuf.Get<uint32_t>(), 2 * (w.Word() - w.lead), w.lead + w.run);
+        const uint32_t i = &plane == &layout.residual ? 0 : uint32_t(&plane - layout.planes) + 1;
+        for (RunWalk w(plane, start, count); w.Valid(); w.Next()) {
+            if (cacheAt[i][w.k] != NOT_CACHED) {
+                LocalTensor<uint16_t> words = gatherBuf.Get<uint16_t>();
+                AscendC::Gather(words, cache, laneBytesBuf.Get<uint32_t>(), 2 * (cacheAt[i][w.k] + w.j - w.lead),
+                                w.lead + w.run);
                 if (w.lead > 0) AscendC::Duplicate(words, uint16_t(0), int32_t(w.lead));
                 ExtractRun(w, words, lo, hi);
+                continue;
             }
-            return;
-        }
-        for (RunWalk w(plane, start, count); w.Valid(); w.Next()) {
             LocalTensor<uint16_t> words = inQue.AllocTensor<uint16_t>();
             CopyWordsIn(words, w.Word(), w.run, w.lead);
             inQue.EnQue(words);
@@ -530,8 +562,10 @@ private:
     LocalTensor<uint32_t> ilv;
     GlobalTensor<uint8_t> streamGm, outGm, frameGm;
     GlobalTensor<uint16_t> frameWords;
-    LocalTensor<uint16_t> cache;  // the frame's words while `cached`
-    bool cached = false;
+    LocalTensor<uint16_t> cache;  // the cached words of the frame being decoded
+    bool cached = false;          // the whole frame is in the cache
+    static constexpr uint32_t NOT_CACHED = 0xFFFFFFFFu;
+    uint32_t cacheAt[MAX_LEVELS + 2][5];
     GlobalTensor<uint64_t> offsetsGm;
     GlobalTensor<uint32_t> statusGm;
     EnecDecodeTiling tiling;
