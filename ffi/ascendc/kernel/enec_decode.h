@@ -233,7 +233,9 @@ private:
                     if ((uint32_t(raw.GetValue(r)) >> dt.e) != 0) return ENEC_FRAME_CORRUPT;
             }
             // Bytes to u16 entries: low and high bytes of each u16 word, then interleaved.
-            if (!cached) sync_pipes<AscendC::HardEvent::MTE2_V>();
+            if (!cached) {  // the table came in through headerBuf (a TBuf: no queue event)
+                sync_pipes<AscendC::HardEvent::MTE2_V>();
+            }
             uint32_t words = pad32(layout.tableLen) / 2;
             LocalTensor<uint16_t> w = raw.ReinterpretCast<uint16_t>();
             LocalTensor<uint16_t> pair = pairBuf.Get<uint16_t>();
