@@ -394,10 +394,11 @@ private:
     }
 
     // unpack_range (src/kernels/): values [start, start + count) of `plane` into lo (bits 0..16)
-    // and hi (bits 16..24, planes wider than 16 bits only). Each run of words of a cached
-    // sub-plane is gathered from the cache (one Gather: lane q from byte 2 * (word - lead + q); the
-    // lead lanes then zeroed); the others are copied in through inQue (two buffers: run k + 1
-    // comes in while run k is computed).
+    // and hi (bits 16..24, planes wider than 16 bits only). A run of words of a cached sub-plane
+    // is read where it lies if it starts 32-byte aligned with no lead lanes, else gathered from
+    // the cache (one Gather: lane q from byte 2 * (word - lead + q); the lead lanes then zeroed);
+    // the runs of the others are copied in through inQue (two buffers: run k + 1 comes in while
+    // run k is computed).
     __aicore__ inline void unpack_range(const Plane& plane, uint32_t start, uint32_t count,
                                         const LocalTensor<uint16_t>& lo, const LocalTensor<uint16_t>& hi) {
         ZeroFields(plane, count, lo, hi);
@@ -405,17 +406,21 @@ private:
         for (RunWalk w(plane, start, count); w.Valid(); w.Next()) {
             if (cacheAt[i][w.k] != NOT_CACHED) {
                 LocalTensor<uint16_t> words = gatherBuf.Get<uint16_t>();
-                AscendC::Gather(words, cache, laneBytesBuf.Get<uint32_t>(), 2 * (cacheAt[i][w.k] + w.j - w.lead),
-                                w.lead + w.run);
+                uint32_t word = cacheAt[i][w.k] + w.j;
+                if (w.lead == 0 && word % 16 == 0) {  // 32-byte aligned: an operand as it is
+                    ExtractRun(w, cache[word], words, lo, hi);
+                    continue;
+                }
+                AscendC::Gather(words, cache, laneBytesBuf.Get<uint32_t>(), 2 * (word - w.lead), w.lead + w.run);
                 if (w.lead > 0) AscendC::Duplicate(words, uint16_t(0), int32_t(w.lead));
-                ExtractRun(w, words, lo, hi);
+                ExtractRun(w, words, words, lo, hi);
                 continue;
             }
             LocalTensor<uint16_t> words = inQue.AllocTensor<uint16_t>();
             CopyWordsIn(words, w.Word(), w.run, w.lead);
             inQue.EnQue(words);
             words = inQue.DeQue<uint16_t>();
-            ExtractRun(w, words, lo, hi);
+            ExtractRun(w, words, words, lo, hi);
             inQue.FreeTensor(words);
         }
     }
@@ -427,28 +432,43 @@ private:
         if (plane.width > 16) AscendC::Duplicate(hi, uint16_t(0), int32_t(zeroed));
     }
 
-    // One run of words (at words[lead ..], lined up with lo[done]): its field extracted with two
-    // shifts and ORed into place, all uint16 vector ops.
-    __aicore__ inline void ExtractRun(const RunWalk& w, const LocalTensor<uint16_t>& words,
-                                      const LocalTensor<uint16_t>& lo, const LocalTensor<uint16_t>& hi) {
+    // One run of words (at src[lead ..], lined up with lo[done]): its field extracted with two
+    // shifts and ORed into place, all uint16 vector ops. `words` is scratch (it may be src; src
+    // is not written otherwise); shifts by 0 are left out.
+    __aicore__ inline void ExtractRun(const RunWalk& w, const LocalTensor<uint16_t>& src,
+                                      const LocalTensor<uint16_t>& words, const LocalTensor<uint16_t>& lo,
+                                      const LocalTensor<uint16_t>& hi) {
         const SubPlane& sub = w.Sub();
         uint32_t n = w.lead + w.run;
-        // field = (w >> bit) & (2^p - 1); shifts by 0 are left out
-        if (w.bit + sub.bits < 16) AscendC::ShiftLeft(words, words, uint16_t(16 - w.bit - sub.bits), int32_t(n));
-        if (sub.bits < 16) AscendC::ShiftRight(words, words, uint16_t(16 - sub.bits), int32_t(n));
+        LocalTensor<uint16_t> cur = src;
+        // field = (w >> bit) & (2^p - 1)
+        if (w.bit + sub.bits < 16) {
+            AscendC::ShiftLeft(words, cur, uint16_t(16 - w.bit - sub.bits), int32_t(n));
+            cur = words;
+        }
+        if (sub.bits < 16) {
+            AscendC::ShiftRight(words, cur, uint16_t(16 - sub.bits), int32_t(n));
+            cur = words;
+        }
         uint32_t o = sub.shift;
         uint32_t at = w.done - w.lead;
         if (o + sub.bits <= 16) {
-            if (o > 0) AscendC::ShiftLeft(words, words, uint16_t(o), int32_t(n));
-            AscendC::Or(lo[at], lo[at], words, int32_t(n));
+            if (o > 0) {
+                AscendC::ShiftLeft(words, cur, uint16_t(o), int32_t(n));
+                cur = words;
+            }
+            AscendC::Or(lo[at], lo[at], cur, int32_t(n));
         } else if (o >= 16) {
-            if (o > 16) AscendC::ShiftLeft(words, words, uint16_t(o - 16), int32_t(n));
-            AscendC::Or(hi[at], hi[at], words, int32_t(n));
+            if (o > 16) {
+                AscendC::ShiftLeft(words, cur, uint16_t(o - 16), int32_t(n));
+                cur = words;
+            }
+            AscendC::Or(hi[at], hi[at], cur, int32_t(n));
         } else {  // the field straddles bit 16
             LocalTensor<uint16_t> span = spanBuf.Get<uint16_t>();
-            AscendC::ShiftLeft(span, words, uint16_t(o), int32_t(n));
+            AscendC::ShiftLeft(span, cur, uint16_t(o), int32_t(n));
             AscendC::Or(lo[at], lo[at], span, int32_t(n));
-            AscendC::ShiftRight(span, words, uint16_t(16 - o), int32_t(n));
+            AscendC::ShiftRight(span, cur, uint16_t(16 - o), int32_t(n));
             AscendC::Or(hi[at], hi[at], span, int32_t(n));
         }
     }
