@@ -401,46 +401,64 @@ private:
     // run k is computed).
     __aicore__ inline void unpack_range(const Plane& plane, uint32_t start, uint32_t count,
                                         const LocalTensor<uint16_t>& lo, const LocalTensor<uint16_t>& hi) {
-        ZeroFields(plane, count, lo, hi);
+        // A first sub-plane (shift 0) whose one run covers all `count` lanes, a multiple of 128 (the
+        // lanes ZeroFields would clear), writes lo instead of ORing into zeros.
+        const SubPlane& first = plane.subs[0];
+        const bool assign =
+            plane.len > 0 && first.words > 0 && count % 128 == 0 && first.words - start % first.words >= count;
+        ZeroFields(plane, count, lo, hi, !assign);
         const uint32_t i = &plane == &layout.residual ? 0 : uint32_t(&plane - layout.planes) + 1;
         for (RunWalk w(plane, start, count); w.Valid(); w.Next()) {
             if (cacheAt[i][w.k] != NOT_CACHED) {
                 LocalTensor<uint16_t> words = gatherBuf.Get<uint16_t>();
                 uint32_t word = cacheAt[i][w.k] + w.j;
                 if (w.lead == 0 && word % 16 == 0) {  // 32-byte aligned: an operand as it is
-                    ExtractRun(w, cache[word], words, lo, hi);
+                    ExtractRun(w, cache[word], words, lo, hi, assign && w.k == 0);
                     continue;
                 }
                 AscendC::Gather(words, cache, laneBytesBuf.Get<uint32_t>(), 2 * (word - w.lead), w.lead + w.run);
                 if (w.lead > 0) AscendC::Duplicate(words, uint16_t(0), int32_t(w.lead));
-                ExtractRun(w, words, words, lo, hi);
+                ExtractRun(w, words, words, lo, hi, assign && w.k == 0);
                 continue;
             }
             LocalTensor<uint16_t> words = inQue.AllocTensor<uint16_t>();
             CopyWordsIn(words, w.Word(), w.run, w.lead);
             inQue.EnQue(words);
             words = inQue.DeQue<uint16_t>();
-            ExtractRun(w, words, words, lo, hi);
+            ExtractRun(w, words, words, lo, hi, assign && w.k == 0);
             inQue.FreeTensor(words);
         }
     }
 
     __aicore__ inline void ZeroFields(const Plane& plane, uint32_t count, const LocalTensor<uint16_t>& lo,
-                                      const LocalTensor<uint16_t>& hi) {
+                                      const LocalTensor<uint16_t>& hi, bool zeroLo = true) {
         uint32_t zeroed = round_up(count, 128);
-        AscendC::Duplicate(lo, uint16_t(0), int32_t(zeroed));
+        if (zeroLo) AscendC::Duplicate(lo, uint16_t(0), int32_t(zeroed));
         if (plane.width > 16) AscendC::Duplicate(hi, uint16_t(0), int32_t(zeroed));
     }
 
     // One run of words (at src[lead ..], lined up with lo[done]): its field extracted with two
     // shifts and ORed into place, all uint16 vector ops. `words` is scratch (it may be src; src
-    // is not written otherwise); shifts by 0 are left out.
+    // is not written otherwise); shifts by 0 are left out. `assign` (a run of all the lanes, no
+    // lead, shift 0): the field is written to lo, not ORed in.
     __aicore__ inline void ExtractRun(const RunWalk& w, const LocalTensor<uint16_t>& src,
                                       const LocalTensor<uint16_t>& words, const LocalTensor<uint16_t>& lo,
-                                      const LocalTensor<uint16_t>& hi) {
+                                      const LocalTensor<uint16_t>& hi, bool assign) {
         const SubPlane& sub = w.Sub();
         uint32_t n = w.lead + w.run;
         LocalTensor<uint16_t> cur = src;
+        if (assign) {  // bits < 16 whenever the left shift is needed
+            if (w.bit + sub.bits < 16) {
+                AscendC::ShiftLeft(words, cur, uint16_t(16 - w.bit - sub.bits), int32_t(n));
+                cur = words;
+            }
+            if (sub.bits < 16) {
+                AscendC::ShiftRight(lo, cur, uint16_t(16 - sub.bits), int32_t(n));
+            } else {
+                AscendC::Adds(lo.ReinterpretCast<int16_t>(), cur.ReinterpretCast<int16_t>(), int16_t(0), int32_t(n));
+            }
+            return;
+        }
         // field = (w >> bit) & (2^p - 1)
         if (w.bit + sub.bits < 16) {
             AscendC::ShiftLeft(words, cur, uint16_t(16 - w.bit - sub.bits), int32_t(n));
