@@ -671,7 +671,9 @@ fn ascendc_model_rules_can_fail() {
 #[test]
 fn ascendc_model_rejects_broken_kernels() {
     // (file under ffi/ascendc, text, replacement, direction, rule the rejection names)
-    let edits: [(&str, &str, &str, &str, &str); 4] = [
+    // Directions: "decode" (2^14-element frames, each decoded from the frame cache), "decode-16"
+    // (2^16-element frames, too large for it), "encode".
+    let edits: [(&str, &str, &str, &str, &str); 5] = [
         // A status word written by a 32-byte copy covers 7 other cores' words.
         (
             "kernel/enec_common.h",
@@ -696,12 +698,21 @@ fn ascendc_model_rejects_broken_kernels() {
             "decode",
             "R2 position",
         ),
-        // The symbol table widened by V before its copy-in is known to have landed.
+        // Plane words gathered from the cached frame before its copy-in is known to have landed.
+        (
+            "kernel/enec_decode.h",
+            "cacheQue.EnQue(cache);\n            cache = cacheQue.DeQue<uint16_t>();",
+            "",
+            "decode",
+            "R1 read-after-write on UB",
+        ),
+        // A frame too large for the cache: its symbol table, copied into a TBuf, widened by V
+        // before the copy is known to have landed.
         (
             "kernel/enec_decode.h",
             "sync_pipes<AscendC::HardEvent::MTE2_V>();",
             "",
-            "decode",
+            "decode-16",
             "R1 read-after-write on UB",
         ),
     ];
@@ -713,13 +724,22 @@ fn ascendc_model_rejects_broken_kernels() {
     let options = options(Dtype::Bf16, 14, Coding::Auto, true);
     let input = as_bytes(Dtype::Bf16, &values);
     let stream = rust_encode(&options, &input);
-    let (input_file, stream_file, out_file) = (
+    let stream_16 = rust_encode(
+        &EncodeOptions {
+            frame_log2: 16,
+            ..options
+        },
+        &input,
+    );
+    let (input_file, stream_file, stream_16_file, out_file) = (
         scratch("broken-input.bin"),
         scratch("broken-stream.enec"),
+        scratch("broken-stream-16.enec"),
         scratch("broken-out"),
     );
     std::fs::write(&input_file, &input).unwrap();
     std::fs::write(&stream_file, &stream).unwrap();
+    std::fs::write(&stream_16_file, &stream_16).unwrap();
     let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".into());
     let mut failures = Vec::new();
     for (n, (file, from, to, direction, rule)) in edits.iter().enumerate() {
@@ -755,11 +775,13 @@ fn ascendc_model_rejects_broken_kernels() {
             "edit {n}: the broken kernel does not compile"
         );
         let mut cmd = Command::new(&binary);
-        if *direction == "decode" {
-            cmd.args(["decode"])
-                .arg(&stream_file)
-                .arg(&out_file)
-                .arg("8");
+        if *direction == "decode" || *direction == "decode-16" {
+            let stream = if *direction == "decode" {
+                &stream_file
+            } else {
+                &stream_16_file
+            };
+            cmd.args(["decode"]).arg(stream).arg(&out_file).arg("8");
         } else {
             cmd.args(["encode", "1", "14", "0", "1"])
                 .arg(&input_file)
@@ -781,7 +803,7 @@ fn ascendc_model_rejects_broken_kernels() {
         }
         let _ = std::fs::remove_dir_all(&root);
     }
-    for f in [&input_file, &stream_file, &out_file] {
+    for f in [&input_file, &stream_file, &stream_16_file, &out_file] {
         let _ = std::fs::remove_file(f);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

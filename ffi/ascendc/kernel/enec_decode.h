@@ -51,11 +51,15 @@ private:
     }
 };
 
-// Staging lanes for a tile's residual and first coded plane. Per sub-plane of p bits a tile of
-// at most TILE values spans at most 16 / p + 2 runs, each staged in lead + run lanes rounded to
-// 16: at most 5 residual sub-planes (16..1 bits) and 4 coded ones (8..1) give
-// 9 * TILE + 31 * (41 + 38) lanes < 12 * TILE.
-constexpr uint32_t STAGE_LANES = 12 * TILE;
+// A frame of at most CACHE_BYTES bytes (all frames of 2^14 elements or fewer, any dtype: a coded
+// frame is no larger than the stored one, 32 + 2^14 * 4 bytes) is copied GM -> UB whole, in one
+// DMA, and every plane word is read from there: each byte of the frame comes in once. The
+// format places value v of a p-bit sub-plane at word v mod W, so a tile of consecutive values
+// uses p bits of each of its words and the other tiles of the frame use the rest; copying runs
+// of words per tile instead copies each word 16 / p times. Of a larger frame, the sub-planes of
+// fewer than 16 bits that fit are cached, narrowest first; the runs of the others are copied in
+// per tile (unpack_range through inQue).
+constexpr uint32_t CACHE_BYTES = HEADER_BYTES + TILE * 64;
 
 class KernelDecode {
 public:
@@ -73,8 +77,9 @@ public:
 
         pipe.InitBuffer(inQue, BUFFER_NUM, RUN_WORDS * sizeof(uint16_t));
         pipe.InitBuffer(outQue, BUFFER_NUM, TILE * sizeof(uint32_t));
-        pipe.InitBuffer(passQue, BUFFER_NUM, TILE * sizeof(uint32_t));
-        pipe.InitBuffer(stageQue, BUFFER_NUM, STAGE_LANES * sizeof(uint16_t));
+        pipe.InitBuffer(cacheQue, 1, CACHE_BYTES);  // the frame; stored frames' tiles
+        pipe.InitBuffer(gatherBuf, RUN_WORDS * sizeof(uint16_t));
+        pipe.InitBuffer(laneBytesBuf, TILE * sizeof(uint32_t));
         pipe.InitBuffer(statusBuf, 32);
         pipe.InitBuffer(headerBuf, HEADER_BYTES + 256);
         pipe.InitBuffer(tableBuf, TABLE_SLOTS * sizeof(uint16_t));
@@ -86,7 +91,6 @@ public:
         pipe.InitBuffer(offsBuf, TILE * sizeof(uint32_t));
         pipe.InitBuffer(wordBuf, TILE * sizeof(uint32_t));
         pipe.InitBuffer(ilvBuf, 2 * TILE * sizeof(uint32_t));
-        pipe.InitBuffer(dlvBuf, 2 * TILE * sizeof(uint32_t));
         pipe.InitBuffer(flagBuf, (MAX_GROUPS + 16) * sizeof(uint16_t));
         pipe.InitBuffer(escBuf, MAX_LEVELS * TILE * sizeof(int16_t));     // escape / flag lanes, 0 or 1
         pipe.InitBuffer(rankBuf, MAX_LEVELS * TILE * sizeof(int16_t));    // their exclusive prefix sums
@@ -100,7 +104,10 @@ public:
         }
 
         ilv = ilvBuf.Get<uint32_t>();
-        build_offsets(ilv, dlvBuf.Get<uint32_t>());
+        build_offsets(ilv, modBuf.Get<uint32_t>());  // modBuf: scratch (decode needs no dlv)
+        LocalTensor<int32_t> laneBytes = laneBytesBuf.Get<int32_t>();
+        AscendC::CreateVecIndex(laneBytes, int32_t(0), TILE);
+        AscendC::ShiftLeft(laneBytes, laneBytes, int32_t(1), int32_t(TILE));  // 2 * q: u16 lane q
         LocalTensor<int16_t> sb = scanBuf.Get<int16_t>();
         scan.init(sb, sb[Scan::LEAD + TILE], sb[2 * (Scan::LEAD + TILE)], scanOffsBuf.Get<uint32_t>());
         AscendC::CreateVecIndex(iotaBuf.Get<int32_t>(), int32_t(0), TILE);
@@ -140,14 +147,52 @@ private:
 
         if (params.coding == CODING_STORED) {
             DecodeStored();
-        } else if (params.coding == CODING_RANKED) {
-            st = DecodeRanked();
         } else {
-            st = DecodeGroups();
+            cache = cacheQue.AllocTensor<uint16_t>();
+            FillCache(frameBytes);
+            cacheQue.EnQue(cache);
+            cache = cacheQue.DeQue<uint16_t>();
+            st = params.coding == CODING_RANKED ? DecodeRanked() : DecodeGroups();
+            cacheQue.FreeTensor(cache);
+            cached = false;
         }
         if (st != ENEC_FRAME_OK) return st;
         if (tiling.checksums != 0 && hash.finish() != checksum) return ENEC_FRAME_CHECKSUM_MISMATCH;
         return ENEC_FRAME_OK;
+    }
+
+    // The cache (words 16.. of `cache`; the lead lanes of a run may read the 16 below): the whole
+    // frame if it fits (cache word = frame word; the header is in headerBuf), else sub-planes of
+    // fewer than 16 bits, narrowest first (the most reads saved per byte), as many as fit.
+    // cacheAt[plane][sub] = the cache word of the sub-plane's word 0, or NOT_CACHED.
+    __aicore__ inline void FillCache(uint32_t frameBytes) {
+        cached = frameBytes <= CACHE_BYTES;
+        uint32_t used = HEADER_BYTES / 2, visited = 0;
+        if (cached) AscendC::DataCopy(cache[used], frameWords[used], (frameBytes - HEADER_BYTES) / 2);
+        for (uint32_t i = 0; i <= MAX_LEVELS + 1; i++)
+            for (uint32_t k = 0; k < 5; k++) cacheAt[i][k] = NOT_CACHED;
+        // Cached whole: one pass sets every sub-plane. Else passes for 1, 2, 4, 8 bits (a 16-bit
+        // sub-plane's words are each read once anyway).
+        for (uint32_t bits = cached ? 16 : 1; bits <= (cached ? 16u : 8u); bits <<= 1) {
+            for (uint32_t i = 0; i <= layout.planeCount; i++) {
+                const Plane& plane = i == 0 ? layout.residual : layout.planes[i - 1];
+                for (uint32_t k = 0; k < plane.len; k++) {
+                    const SubPlane& sub = plane.subs[k];
+                    visited++;
+                    if (cached) {
+                        cacheAt[i][k] = sub.offset / 2;
+                        continue;
+                    }
+                    if (sub.bits != bits) continue;
+                    uint32_t words = pad32(2 * sub.words) / 2;
+                    if (words == 0 || 2 * (used + words) > CACHE_BYTES) continue;
+                    AscendC::DataCopy(cache[used], frameWords[sub.offset / 2], words);
+                    cacheAt[i][k] = used;
+                    used += words;
+                }
+            }
+        }
+        ENEC_SCALAR_OPS(6 * visited);
     }
 
     // Stored frames move GM -> UB (MTE2, a VECIN queue) -> UB (V: the checksum reads the tile,
@@ -156,14 +201,14 @@ private:
         for (uint32_t s = 0; s < elements; s += TILE) {
             uint32_t len = min_u32(TILE, elements - s);
             uint32_t bytes = len * dt.eb;
-            LocalTensor<uint8_t> in = passQue.AllocTensor<uint8_t>();
+            LocalTensor<uint8_t> in = cacheQue.AllocTensor<uint8_t>();
             CopyBytesIn(in, frameGm[HEADER_BYTES + s * dt.eb], bytes);
-            passQue.EnQue(in);
-            in = passQue.DeQue<uint8_t>();
+            cacheQue.EnQue(in);
+            in = cacheQue.DeQue<uint8_t>();
             FeedHash(in, bytes);
             LocalTensor<int16_t> out = outQue.AllocTensor<int16_t>();
             AscendC::Adds(out, in.ReinterpretCast<int16_t>(), int16_t(0), int32_t(pad32(bytes) / 2));
-            passQue.FreeTensor(in);
+            cacheQue.FreeTensor(in);
             outQue.EnQue(out);
             CopyOut(outQue, s, bytes);
         }
@@ -177,17 +222,20 @@ private:
         uint32_t s[MAX_LEVELS + 1];
         rank_starts(params, s);
         // Symbol table: T bytes at offset 32, widened to u16 entries (scalar, at most 256).
-        LocalTensor<uint8_t> raw = headerBuf.Get<uint8_t>()[HEADER_BYTES];
+        LocalTensor<uint8_t> raw = cached ? cache.ReinterpretCast<uint8_t>()[layout.tableAt]
+                                          : headerBuf.Get<uint8_t>()[HEADER_BYTES];
         LocalTensor<uint16_t> table = tableBuf.Get<uint16_t>();
         AscendC::Duplicate(table, uint16_t(0), int32_t(TABLE_SLOTS));
         if (layout.tableLen > 0) {
-            AscendC::DataCopy(raw, frameGm[layout.tableAt], pad32(layout.tableLen));
+            if (!cached) AscendC::DataCopy(raw, frameGm[layout.tableAt], pad32(layout.tableLen));
             if (dt.e < 8) {  // entries must fit E bits (8-bit exponents: every byte does)
                 for (uint32_t r = 0; r < layout.tableLen; r++)
                     if ((uint32_t(raw.GetValue(r)) >> dt.e) != 0) return ENEC_FRAME_CORRUPT;
             }
             // Bytes to u16 entries: low and high bytes of each u16 word, then interleaved.
-            sync_pipes<AscendC::HardEvent::MTE2_V>();
+            if (!cached) {  // the table came in through headerBuf (a TBuf: no queue event)
+                sync_pipes<AscendC::HardEvent::MTE2_V>();
+            }
             uint32_t words = pad32(layout.tableLen) / 2;
             LocalTensor<uint16_t> w = raw.ReinterpretCast<uint16_t>();
             LocalTensor<uint16_t> pair = pairBuf.Get<uint16_t>();
@@ -203,11 +251,10 @@ private:
         LocalTensor<uint16_t> pair = pairBuf.Get<uint16_t>();
         LocalTensor<uint16_t> codes = xBuf.Get<uint16_t>();  // level 1, then exponents
         LocalTensor<uint16_t> lvl = levelBuf.Get<uint16_t>();
-        Prefetch(0, layout.planes[0]);
         for (uint32_t start = 0; start < elements; start += TILE) {
             uint32_t len = min_u32(TILE, elements - start);
-            if (start + TILE < elements) Prefetch(start + TILE, layout.planes[0]);
-            UnpackPrefetched(start, len, layout.planes[0], pair, codes);
+            unpack_range(layout.residual, start, len, pair, pair[TILE]);
+            unpack_range(layout.planes[0], start, len, codes, codes);
             // buf[j]: entries of level j + 1 in this tile (j = levels: the exponent level).
             LocalTensor<uint16_t> buf[MAX_LEVELS + 1];
             uint32_t n[MAX_LEVELS + 1];
@@ -225,7 +272,7 @@ private:
                 }
                 buf[j + 1] = lvl[j * TILE];
                 const Plane& next = layout.planes[j + 1];
-                if (cursor[j + 1] + n[j + 1] > next.count) return DrainPrefetch(ENEC_FRAME_CORRUPT);  // reader overran
+                if (cursor[j + 1] + n[j + 1] > next.count) return ENEC_FRAME_CORRUPT;  // reader overran
                 if (n[j + 1] > 0) unpack_range(next, cursor[j + 1], n[j + 1], buf[j + 1], buf[j + 1]);
                 cursor[j + 1] += n[j + 1];
             }
@@ -263,18 +310,17 @@ private:
         LocalTensor<uint16_t> y = xBuf.Get<uint16_t>();
         LocalTensor<uint16_t> high = levelBuf.Get<uint16_t>();
         uint32_t highCursor = 0;
-        Prefetch(0, layout.planes[1]);
         for (uint32_t start = 0; start < elements; start += TILE) {
             uint32_t len = min_u32(TILE, elements - start);
-            if (start + TILE < elements) Prefetch(start + TILE, layout.planes[1]);
-            UnpackPrefetched(start, len, layout.planes[1], pair, y);
+            unpack_range(layout.residual, start, len, pair, pair[TILE]);
+            unpack_range(layout.planes[1], start, len, y, y);
             if (params.flagged != 0) {
                 GroupOffsets(start % groups, len, groups);
                 AscendC::Gather(Escapes(0).ReinterpretCast<uint16_t>(), flags, modBuf.Get<uint32_t>(), uint32_t(0),
                                 len);
                 uint32_t n = Ranks(0, len);
                 if (n > 0) {
-                    if (highCursor + n > layout.planes[2].count) return DrainPrefetch(ENEC_FRAME_CORRUPT);
+                    if (highCursor + n > layout.planes[2].count) return ENEC_FRAME_CORRUPT;
                     unpack_range(layout.planes[2], highCursor, n, high, high);
                     Expand(y, 0, len, high, low);
                     highCursor += n;
@@ -347,99 +393,100 @@ private:
         AscendC::ShiftLeft(o, o, int32_t(1), int32_t(n));
     }
 
-    // Double buffering of a tile's fixed planes: the residual and the first coded plane (level-1
-    // codes or low bits) of a tile do not depend on anything decoded before, so their words are
-    // copied in (MTE2) for tile i + 1 before tile i is computed (V), into one staging buffer of a
-    // VECIN queue of depth 2. Planes whose position depends on this tile's escape or flag counts
-    // come in through inQue as they are needed.
-    __aicore__ inline void Prefetch(uint32_t start, const Plane& coded) {
-        uint32_t len = min_u32(TILE, elements - start);
-        LocalTensor<uint16_t> stage = stageQue.AllocTensor<uint16_t>();
-        uint32_t at = 0;
-        for (RunWalk w(layout.residual, start, len); w.Valid(); w.Next()) at = StageRun(w, stage, at);
-        for (RunWalk w(coded, start, len); w.Valid(); w.Next()) at = StageRun(w, stage, at);
-        stageQue.EnQue(stage);
-        prefetched++;
-    }
-
-    // The residual into pair (lo | hi at TILE) and the coded plane into `coded_out`, from the
-    // staged words of the oldest prefetch.
-    __aicore__ inline void UnpackPrefetched(uint32_t start, uint32_t len, const Plane& coded,
-                                            const LocalTensor<uint16_t>& pair, const LocalTensor<uint16_t>& out) {
-        LocalTensor<uint16_t> stage = stageQue.DeQue<uint16_t>();
-        prefetched--;
-        uint32_t at = 0;
-        ZeroFields(layout.residual, len, pair, pair[TILE]);
-        for (RunWalk w(layout.residual, start, len); w.Valid(); w.Next()) {
-            ExtractRun(w, stage[at], pair, pair[TILE]);
-            at += StagedLanes(w);
-        }
-        ZeroFields(coded, len, out, out);
-        for (RunWalk w(coded, start, len); w.Valid(); w.Next()) {
-            ExtractRun(w, stage[at], out, out);
-            at += StagedLanes(w);
-        }
-        stageQue.FreeTensor(stage);
-    }
-
-    // A frame that fails mid-way still releases its prefetched buffers.
-    __aicore__ inline uint32_t DrainPrefetch(uint32_t status) {
-        for (; prefetched > 0; prefetched--) stageQue.FreeTensor(stageQue.DeQue<uint16_t>());
-        return status;
-    }
-
-    __aicore__ static inline uint32_t StagedLanes(const RunWalk& w) { return round_up(w.lead + w.run, 16); }
-
-    __aicore__ inline uint32_t StageRun(const RunWalk& w, const LocalTensor<uint16_t>& stage, uint32_t at) {
-        CopyWordsIn(stage[at], w.Word(), w.run, w.lead);
-        return at + StagedLanes(w);
-    }
-
     // unpack_range (src/kernels/): values [start, start + count) of `plane` into lo (bits 0..16)
-    // and hi (bits 16..24, planes wider than 16 bits only), each run of words copied in through
-    // inQue (two buffers: run k + 1 comes in while run k is computed).
+    // and hi (bits 16..24, planes wider than 16 bits only). A run of words of a cached sub-plane
+    // is read where it lies if it starts 32-byte aligned with no lead lanes, else gathered from
+    // the cache (one Gather: lane q from byte 2 * (word - lead + q); the lead lanes then zeroed);
+    // the runs of the others are copied in through inQue (two buffers: run k + 1 comes in while
+    // run k is computed).
     __aicore__ inline void unpack_range(const Plane& plane, uint32_t start, uint32_t count,
                                         const LocalTensor<uint16_t>& lo, const LocalTensor<uint16_t>& hi) {
-        ZeroFields(plane, count, lo, hi);
+        // A first sub-plane (shift 0) whose one run covers all `count` lanes, a multiple of 128 (the
+        // lanes ZeroFields would clear), writes lo instead of ORing into zeros.
+        const SubPlane& first = plane.subs[0];
+        const bool assign =
+            plane.len > 0 && first.words > 0 && count % 128 == 0 && first.words - start % first.words >= count;
+        ZeroFields(plane, count, lo, hi, !assign);
+        const uint32_t i = &plane == &layout.residual ? 0 : uint32_t(&plane - layout.planes) + 1;
         for (RunWalk w(plane, start, count); w.Valid(); w.Next()) {
+            if (cacheAt[i][w.k] != NOT_CACHED) {
+                LocalTensor<uint16_t> words = gatherBuf.Get<uint16_t>();
+                uint32_t word = cacheAt[i][w.k] + w.j;
+                if (w.lead == 0 && word % 16 == 0) {  // 32-byte aligned: an operand as it is
+                    ExtractRun(w, cache[word], words, lo, hi, assign && w.k == 0);
+                    continue;
+                }
+                AscendC::Gather(words, cache, laneBytesBuf.Get<uint32_t>(), 2 * (word - w.lead), w.lead + w.run);
+                if (w.lead > 0) AscendC::Duplicate(words, uint16_t(0), int32_t(w.lead));
+                ExtractRun(w, words, words, lo, hi, assign && w.k == 0);
+                continue;
+            }
             LocalTensor<uint16_t> words = inQue.AllocTensor<uint16_t>();
             CopyWordsIn(words, w.Word(), w.run, w.lead);
             inQue.EnQue(words);
             words = inQue.DeQue<uint16_t>();
-            ExtractRun(w, words, lo, hi);
+            ExtractRun(w, words, words, lo, hi, assign && w.k == 0);
             inQue.FreeTensor(words);
         }
     }
 
     __aicore__ inline void ZeroFields(const Plane& plane, uint32_t count, const LocalTensor<uint16_t>& lo,
-                                      const LocalTensor<uint16_t>& hi) {
+                                      const LocalTensor<uint16_t>& hi, bool zeroLo = true) {
         uint32_t zeroed = round_up(count, 128);
-        AscendC::Duplicate(lo, uint16_t(0), int32_t(zeroed));
+        if (zeroLo) AscendC::Duplicate(lo, uint16_t(0), int32_t(zeroed));
         if (plane.width > 16) AscendC::Duplicate(hi, uint16_t(0), int32_t(zeroed));
     }
 
-    // One run of words (at words[lead ..], lined up with lo[done]): its field extracted with two
-    // shifts and ORed into place, all uint16 vector ops.
-    __aicore__ inline void ExtractRun(const RunWalk& w, const LocalTensor<uint16_t>& words,
-                                      const LocalTensor<uint16_t>& lo, const LocalTensor<uint16_t>& hi) {
+    // One run of words (at src[lead ..], lined up with lo[done]): its field extracted with two
+    // shifts and ORed into place, all uint16 vector ops. `words` is scratch (it may be src; src
+    // is not written otherwise); shifts by 0 are left out. `assign` (a run of all the lanes, no
+    // lead, shift 0): the field is written to lo, not ORed in.
+    __aicore__ inline void ExtractRun(const RunWalk& w, const LocalTensor<uint16_t>& src,
+                                      const LocalTensor<uint16_t>& words, const LocalTensor<uint16_t>& lo,
+                                      const LocalTensor<uint16_t>& hi, bool assign) {
         const SubPlane& sub = w.Sub();
         uint32_t n = w.lead + w.run;
+        LocalTensor<uint16_t> cur = src;
+        if (assign) {  // bits < 16 whenever the left shift is needed
+            if (w.bit + sub.bits < 16) {
+                AscendC::ShiftLeft(words, cur, uint16_t(16 - w.bit - sub.bits), int32_t(n));
+                cur = words;
+            }
+            if (sub.bits < 16) {
+                AscendC::ShiftRight(lo, cur, uint16_t(16 - sub.bits), int32_t(n));
+            } else {
+                AscendC::Adds(lo.ReinterpretCast<int16_t>(), cur.ReinterpretCast<int16_t>(), int16_t(0), int32_t(n));
+            }
+            return;
+        }
         // field = (w >> bit) & (2^p - 1)
-        AscendC::ShiftLeft(words, words, uint16_t(16 - w.bit - sub.bits), int32_t(n));
-        AscendC::ShiftRight(words, words, uint16_t(16 - sub.bits), int32_t(n));
+        if (w.bit + sub.bits < 16) {
+            AscendC::ShiftLeft(words, cur, uint16_t(16 - w.bit - sub.bits), int32_t(n));
+            cur = words;
+        }
+        if (sub.bits < 16) {
+            AscendC::ShiftRight(words, cur, uint16_t(16 - sub.bits), int32_t(n));
+            cur = words;
+        }
         uint32_t o = sub.shift;
         uint32_t at = w.done - w.lead;
         if (o + sub.bits <= 16) {
-            AscendC::ShiftLeft(words, words, uint16_t(o), int32_t(n));
-            AscendC::Or(lo[at], lo[at], words, int32_t(n));
+            if (o > 0) {
+                AscendC::ShiftLeft(words, cur, uint16_t(o), int32_t(n));
+                cur = words;
+            }
+            AscendC::Or(lo[at], lo[at], cur, int32_t(n));
         } else if (o >= 16) {
-            AscendC::ShiftLeft(words, words, uint16_t(o - 16), int32_t(n));
-            AscendC::Or(hi[at], hi[at], words, int32_t(n));
+            if (o > 16) {
+                AscendC::ShiftLeft(words, cur, uint16_t(o - 16), int32_t(n));
+                cur = words;
+            }
+            AscendC::Or(hi[at], hi[at], cur, int32_t(n));
         } else {  // the field straddles bit 16
             LocalTensor<uint16_t> span = spanBuf.Get<uint16_t>();
-            AscendC::ShiftLeft(span, words, uint16_t(o), int32_t(n));
+            AscendC::ShiftLeft(span, cur, uint16_t(o), int32_t(n));
             AscendC::Or(lo[at], lo[at], span, int32_t(n));
-            AscendC::ShiftRight(span, words, uint16_t(16 - o), int32_t(n));
+            AscendC::ShiftRight(span, cur, uint16_t(16 - o), int32_t(n));
             AscendC::Or(hi[at], hi[at], span, int32_t(n));
         }
     }
@@ -543,11 +590,11 @@ private:
 
     AscendC::TPipe pipe;
     AscendC::TQue<TPosition::VECIN, BUFFER_NUM> inQue;
-    AscendC::TQue<TPosition::VECIN, BUFFER_NUM> stageQue;  // depth 2: tile i + 1 staged while tile i is used
     AscendC::TQue<TPosition::VECOUT, BUFFER_NUM> outQue;
-    AscendC::TQue<TPosition::VECIN, BUFFER_NUM> passQue;  // stored frames' tiles
+    AscendC::TQue<TPosition::VECIN, 1> cacheQue;  // the frame (CACHE_BYTES), or a stored frame's tile
     AscendC::TBuf<TPosition::VECCALC> tableBuf, pairBuf, xBuf, wideBuf, levelBuf, spanBuf, offsBuf, wordBuf, ilvBuf,
-        dlvBuf, flagBuf, escBuf, rankBuf, scanBuf, scanOffsBuf, iotaBuf, modBuf, h32Buf;
+        flagBuf, escBuf, rankBuf, scanBuf, scanOffsBuf, iotaBuf, modBuf, h32Buf, gatherBuf,
+        laneBytesBuf;
     // Filled by DataCopy (GM -> VECIN) / copied out by DataCopyPad (VECOUT -> GM).
     AscendC::TBuf<TPosition::VECIN> headerBuf;
     AscendC::TBuf<TPosition::VECOUT> statusBuf;
@@ -555,11 +602,15 @@ private:
     LocalTensor<uint32_t> ilv;
     GlobalTensor<uint8_t> streamGm, outGm, frameGm;
     GlobalTensor<uint16_t> frameWords;
+    LocalTensor<uint16_t> cache;  // the cached words of the frame being decoded
+    bool cached = false;          // the whole frame is in the cache
+    static constexpr uint32_t NOT_CACHED = 0xFFFFFFFFu;
+    uint32_t cacheAt[MAX_LEVELS + 2][5];
     GlobalTensor<uint64_t> offsetsGm;
     GlobalTensor<uint32_t> statusGm;
     EnecDecodeTiling tiling;
     Dtype dt;
-    uint32_t frameLen = 0, elements = 0, prefetched = 0;
+    uint32_t frameLen = 0, elements = 0;
     uint64_t frameOff = 0, outOff = 0;
     Params params;
     Layout layout;

@@ -13,8 +13,11 @@
 //     and passes them in GM, so no core depends on another;
 //   * a frame is processed in tiles of TILE elements, so any frame length (up to 65,536 fp32
 //     elements = 256 KiB) fits the 192 KB Unified Buffer;
-//   * plane words come in through a VECIN TQue of depth 2 (double buffering), decoded elements
-//     leave through a VECOUT TQue of depth 2;
+//   * the decoder copies a coded frame of up to 64 KiB past its header into UB whole (one DMA;
+//     each byte comes in once) and gathers each tile's plane words from there; of a larger
+//     frame it caches the narrowest sub-planes that fit and brings the other runs in per tile
+//     through a VECIN TQue of depth 2 (double buffering); decoded elements leave through a
+//     VECOUT TQue of depth 2;
 //   * bit-plane unpacking and packing, the groups transform, field split and merge are vector
 //     ops on uint16 (And/Or only on 16-bit integers, as A2 requires; 32-bit lanes only for
 //     shifts, which A2 supports on uint32). Table lookups and fp32 lane (de)interleaving are
