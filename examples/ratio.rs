@@ -1,6 +1,6 @@
 //! Compresses a raw little-endian array and reports ratio, codings and a verified round trip.
 //!
-//! usage: cargo run --release --example ratio -- FILE bf16|fp16|fp32 [auto|groups|ranked] [FRAME_LEN]
+//! usage: cargo run --release --example ratio -- FILE bf16|fp16|fp32|e4m3|e5m2 [auto|groups|ranked] [FRAME_LEN]
 
 use std::time::Instant;
 

@@ -1,7 +1,7 @@
 //! Single-thread throughput of encode and decode next to a memcpy of the same bytes, in one
 //! process (compare the ratios, not absolute numbers across runs).
 //!
-//! usage: cargo run --release --example speed -- FILE bf16|fp16|fp32 [auto|groups|ranked] [REPEATS]
+//! usage: cargo run --release --example speed -- FILE bf16|fp16|fp32|e4m3|e5m2 [auto|groups|ranked] [REPEATS]
 
 use std::hint::black_box;
 use std::time::Instant;

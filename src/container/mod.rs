@@ -674,7 +674,7 @@ impl<'a> Index<'a> {
                         return Err(corrupt(i, "enec piece with a raw checksum"));
                     }
                     if dtype_from_safetensors(entry.dtype).is_none() {
-                        return Err(corrupt(i, "enec piece whose dtype is not BF16, F16 or F32"));
+                        return Err(corrupt(i, "enec piece whose dtype enec does not code"));
                     }
                 }
             }
