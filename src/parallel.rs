@@ -256,6 +256,133 @@ pub fn encode_into(
     Ok(STREAM_HEADER_BYTES + at)
 }
 
+/// Input bytes per window of [`ordered`].
+const WINDOW_BYTES: usize = 4 << 20;
+/// Units per window of [`ordered`].
+const WINDOW_ITEMS: usize = 1024;
+
+/// Runs `work` on every unit of `units` on `threads` threads (each unit with a reused buffer it
+/// may fill), and `emit` on the calling thread on each unit, its result and its buffer, in
+/// order. Units are taken a window at a time (at most [`WINDOW_BYTES`] of input by `weight`
+/// and [`WINDOW_ITEMS`] units); while one window is emitted (written to a file), the next one is
+/// worked on. Memory: two windows of buffers, whatever the input's size. Stops at the first
+/// error in unit order.
+pub(crate) fn ordered<T, R, E, I, W, M>(
+    mut units: I,
+    threads: usize,
+    weight: impl Fn(&T) -> usize,
+    work: W,
+    mut emit: M,
+) -> core::result::Result<(), E>
+where
+    I: Iterator<Item = core::result::Result<T, E>>,
+    T: Send + Sync,
+    R: Send,
+    E: Send,
+    W: Fn(&T, &mut Vec<u8>) -> core::result::Result<R, E> + Sync,
+    M: FnMut(T, R, &[u8]) -> core::result::Result<(), E>,
+{
+    /// A window worked on: its units, their results (up to the first failure), and buffers.
+    struct Batch<T, R, E> {
+        units: Vec<T>,
+        results: Vec<Option<R>>,
+        buffers: Vec<Vec<u8>>,
+        failure: Option<E>,
+    }
+    let work = &work;
+    let work_on = move |units: Vec<T>, mut buffers: Vec<Vec<u8>>| {
+        let mut results: Vec<Option<R>> = Vec::new();
+        results.resize_with(units.len(), || None);
+        let jobs = units.iter().zip(buffers.iter_mut()).zip(results.iter_mut());
+        let failure = run(
+            jobs,
+            threads,
+            || (),
+            |(), ((unit, buffer), result)| {
+                *result = Some(work(unit, buffer)?);
+                Ok(())
+            },
+        )
+        .err();
+        Batch {
+            units,
+            results,
+            buffers,
+            failure,
+        }
+    };
+    // Emits a batch in order; returns its buffers for reuse.
+    let mut emit_batch = |batch: Batch<T, R, E>| -> core::result::Result<Vec<Vec<u8>>, E> {
+        for ((unit, result), buffer) in batch
+            .units
+            .into_iter()
+            .zip(batch.results)
+            .zip(&batch.buffers)
+        {
+            // Every unit before the first failure has its result.
+            let Some(result) = result else { break };
+            emit(unit, result, buffer)?;
+        }
+        match batch.failure {
+            Some(e) => Err(e),
+            None => Ok(batch.buffers),
+        }
+    };
+    thread::scope(|scope| {
+        let mut pending: Option<Batch<T, R, E>> = None;
+        let mut spare: Vec<Vec<u8>> = Vec::new();
+        loop {
+            let mut window = Vec::new();
+            let mut bytes = 0usize;
+            let mut failure = None;
+            while bytes < WINDOW_BYTES && window.len() < WINDOW_ITEMS {
+                match units.next() {
+                    None => break,
+                    Some(Ok(unit)) => {
+                        bytes = bytes.saturating_add(weight(&unit));
+                        window.push(unit);
+                    }
+                    Some(Err(e)) => {
+                        failure = Some(e);
+                        break;
+                    }
+                }
+            }
+            let Some(previous) = pending.take() else {
+                if window.is_empty() {
+                    return failure.map_or(Ok(()), Err);
+                }
+                let mut buffers = core::mem::take(&mut spare);
+                buffers.resize_with(window.len(), Vec::new);
+                let batch = work_on(window, buffers);
+                if let Some(e) = failure {
+                    emit_batch(batch)?;
+                    return Err(e);
+                }
+                pending = Some(batch);
+                continue;
+            };
+            let mut buffers = core::mem::take(&mut spare);
+            buffers.resize_with(window.len(), Vec::new);
+            let worker = scope.spawn(move || work_on(window, buffers));
+            let emitted = emit_batch(previous);
+            let batch = match worker.join() {
+                Ok(batch) => batch,
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            spare = emitted?;
+            if let Some(e) = failure {
+                emit_batch(batch)?;
+                return Err(e);
+            }
+            if batch.units.is_empty() {
+                return Ok(());
+            }
+            pending = Some(batch);
+        }
+    })
+}
+
 /// Runs `jobs` on `threads` threads, each into its part of `out` (the jobs cover it in order).
 fn decode_in_place<'j, E: Fault>(
     jobs: impl Iterator<Item = Job<'j, E>> + Send,

@@ -1,18 +1,8 @@
-//! The library calls that do the work, each spreading frames over `threads` threads (0: all
+//! The library calls that restore tensors, each spreading frames over `threads` threads (0: all
 //! cores), and the messages that name the tensor an error is in.
 
 use enec::container::{Container, ContainerError, Entry};
-use enec::{parallel, EncodeOptions};
-
-/// Encodes `input` into the enec stream `out`; returns its length.
-pub fn encode(
-    options: &EncodeOptions,
-    input: &[u8],
-    out: &mut [u8],
-    threads: usize,
-) -> enec::Result<usize> {
-    parallel::encode_into(options, input, out, threads)
-}
+use enec::parallel;
 
 /// Restores entry `number` of `container` into `out` (exactly its `original_len` bytes).
 /// `name` is the file, for messages.
