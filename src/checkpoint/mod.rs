@@ -213,16 +213,10 @@ fn encode_frame(
     index: u32,
     buffer: &mut Vec<u8>,
 ) -> Result<usize, Error> {
-    let max = encoder.max_frame_bytes();
-    if buffer.len() < max {
-        buffer.resize(max, 0);
-    }
-    encoder
-        .encode_frame(index, buffer)
-        .map_err(|error| Error::Encode {
-            what: format!("frame {index}"),
-            error,
-        })
+    parallel::encode_frame(encoder, index, buffer).map_err(|error| Error::Encode {
+        what: format!("frame {index}"),
+        error,
+    })
 }
 
 /// How messages name a piece of the original file.
@@ -341,7 +335,8 @@ pub fn write_piece<W: Write>(
 /// ([`plan_file`]), to `out`, on `threads` threads (0: all cores): its tensors of BF16, F16
 /// and F32 as enec streams, every other byte verbatim. Calls `done` with each part of `data`
 /// once its output is written, in order (for progress, or to let go of the input's pages).
-/// Memory: two windows of a few MiB of encoded frames, whatever the file's size.
+/// Memory: at most 8 MiB of input in flight ([`parallel::encode_with`]), whatever the file's
+/// size.
 pub fn compress<W: Write>(
     data: &[u8],
     pieces: &[Piece],
@@ -432,7 +427,8 @@ pub fn compress<W: Write>(
 }
 
 /// Writes the bare enec stream of the raw little-endian array `data` (of `options.dtype`) to
-/// `out` on `threads` threads, calling `done` as [`compress`] does; returns the stream's size.
+/// `out` on `threads` threads ([`parallel::encode_with`]), calling `done` as [`compress`]
+/// does; returns the stream's size.
 pub fn compress_raw<W: Write>(
     data: &[u8],
     options: &EncodeOptions,
@@ -440,24 +436,15 @@ pub fn compress_raw<W: Write>(
     mut out: W,
     done: &dyn Fn(&[u8]),
 ) -> Result<u64, Error> {
-    let encoder = FrameEncoder::new(options, data)?;
-    out.write_all(&encoder.header())?;
-    let mut compressed = STREAM_HEADER_BYTES as u64;
-    let work = |u: &Unit<'_>, buffer: &mut Vec<u8>| match u {
-        Unit::Frame(encoder, index) => encode_frame(encoder, *index, buffer),
-        _ => Ok(0),
-    };
-    let emit = |u: Unit<'_>, len: usize, buffer: &[u8]| -> Result<(), Error> {
-        if let Unit::Frame(encoder, index) = u {
-            out.write_all(&buffer[..len])?;
-            compressed += len as u64;
-            done(encoder.frame_input(index));
+    let len = parallel::encode_with(options, data, threads, |bytes, input| {
+        out.write_all(bytes)?;
+        if !input.is_empty() {
+            done(input);
         }
-        Ok(())
-    };
-    parallel::ordered(frame_units(encoder), threads, weight, work, emit)?;
+        Ok::<(), Error>(())
+    })?;
     out.flush()?;
-    Ok(compressed)
+    Ok(len)
 }
 
 /// Restores the original of the enec file `data` (recognized as `kind` by [`open`]) on
