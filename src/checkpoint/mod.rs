@@ -8,7 +8,8 @@
 //! - [`compress`] writes the container of a planned file through [`container::Writer`];
 //!   [`compress_raw`] writes the bare stream of a raw array; [`write_piece`] writes one piece,
 //!   for a writer that receives the file's bytes in parts.
-//! - [`restore_with`] and [`restore`] give the original bytes back, every checksum verified.
+//! - [`restore_with`] and [`restore`] give the original bytes back, every checksum verified;
+//!   [`describe_error`] names the piece an error lies in.
 //!
 //! ```
 //! use std::collections::BTreeMap;
@@ -115,6 +116,22 @@ impl From<crate::Error> for Error {
 impl From<io::Error> for Error {
     fn from(e: io::Error) -> Error {
         Error::Write(e)
+    }
+}
+
+/// `error` of `container` in words that name the piece it lies in, where it lies in one:
+/// `tensor "name": checksum mismatch in frame 4`, `the file header (bytes 0..4096): checksum
+/// mismatch in the verbatim bytes of entry 0: the file is corrupt`.
+pub fn describe_error(container: &Container<'_>, error: ContainerError) -> String {
+    let entry = error
+        .entry()
+        .and_then(|n| container.entries().nth(n.try_into().unwrap_or(usize::MAX)));
+    match (entry, error) {
+        (Some((_, e)), ContainerError::Stream { error, .. }) => {
+            format!("{}: {error}", e.describe())
+        }
+        (Some((_, e)), error) => format!("{}: {error}", e.describe()),
+        (None, error) => error.to_string(),
     }
 }
 

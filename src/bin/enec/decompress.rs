@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use enec::checkpoint::{self, Error};
-use enec::container::{check_stream, ContainerError, PieceKind};
+use enec::container::{check_stream, PieceKind};
 use enec::parallel::Restored;
 
 pub use enec::checkpoint::Kind;
@@ -96,28 +96,13 @@ pub fn sources<'a>(name: &str, data: &'a [u8], kind: &Kind<'a>) -> Result<Vec<So
 
 /// A decoding error in words, naming the tensor (or piece) and, in a stream, the frame.
 fn explain(name: &str, kind: &Kind<'_>, error: Error) -> CliError {
-    let error = match error {
-        Error::Container(e) => e,
-        Error::Stream(error) => ContainerError::Stream { entry: 0, error },
-        other => return CliError(format!("{name}: {other}")),
-    };
-    let entry = match (kind, error.entry()) {
-        (Kind::Container(c), Some(n)) => c.entries().nth(n.try_into().unwrap_or(usize::MAX)),
-        _ => None,
-    };
-    let what = match (kind, &entry) {
-        (Kind::Stream(_), _) => "the stream".to_owned(),
-        (_, Some((_, e))) => e.describe().to_string(),
-        (_, None) => return CliError(format!("{name}: {error}")),
-    };
-    let why = match error {
-        ContainerError::Stream { error, .. } => error.to_string(),
-        ContainerError::RawChecksumMismatch { .. } => {
-            "checksum mismatch: the file is corrupt".to_owned()
+    CliError(match (kind, error) {
+        (Kind::Container(c), Error::Container(e)) => {
+            format!("{name}: {}", checkpoint::describe_error(c, e))
         }
-        other => other.to_string(),
-    };
-    CliError(format!("{name}: {what}: {why}"))
+        (Kind::Stream(_), Error::Stream(e)) => format!("{name}: the stream: {e}"),
+        (_, e) => format!("{name}: {e}"),
+    })
 }
 
 /// Restores the original of `data` (an enec file, recognized as `kind`) into `out`, which holds
@@ -130,12 +115,14 @@ pub fn restore_into(
     threads: usize,
 ) -> Result<()> {
     let decoded = match kind {
-        Kind::Container(c) => enec::parallel::decode_container_into(c, out, threads),
+        Kind::Container(c) => {
+            enec::parallel::decode_container_into(c, out, threads).map_err(Error::Container)
+        }
         Kind::Stream(_) => enec::parallel::decode_into(data, out, threads)
             .map(drop)
-            .map_err(|error| ContainerError::Stream { entry: 0, error }),
+            .map_err(Error::Stream),
     };
-    decoded.map_err(|e| explain(name, kind, Error::Container(e)))
+    decoded.map_err(|e| explain(name, kind, e))
 }
 
 /// Restores the original of `data` into `file` at the offsets it has in the original, on
