@@ -38,6 +38,8 @@ extern crate alloc;
 #[cfg(feature = "std")]
 extern crate std;
 
+#[cfg(feature = "std")]
+pub mod checkpoint;
 pub mod checksum;
 pub mod container;
 mod dtype;

@@ -11,7 +11,9 @@
 //! The `*_into` functions fill memory the caller owns. The `*_with` functions
 //! ([`decode_with`], [`decode_container_with`]) hand each decoded run ([`Restored`]) to a
 //! writer instead, from per-thread buffers that are reused: for output that goes to a file with
-//! positioned writes, in memory bounded whatever the file size.
+//! positioned writes, in memory bounded whatever the file size. [`encode_with`], the ordered
+//! frame encoder, hands a stream to its writer in order while worker threads encode the frames
+//! that follow ([`encode_into`] and [`crate::checkpoint`] write through it).
 //!
 //! `threads` is the number of threads to use, the calling thread included; 0 means
 //! [`std::thread::available_parallelism`]. Work is handed out in runs of about
@@ -34,9 +36,10 @@
 //! ```
 
 use core::ops::Range;
+use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{mpsc, Mutex, PoisonError};
 use std::thread;
 use std::vec::Vec;
 
@@ -199,9 +202,8 @@ where
 }
 
 /// Encodes `input` into `out` on `threads` threads and returns the stream length: the same
-/// bytes as [`crate::encode`]. Threads write their frames at the places a stream of stored
-/// frames would have them, then the frames are moved together, so `out` needs
-/// [`max_encoded_size`] bytes; with less, this encodes on the calling thread alone.
+/// bytes as [`crate::encode`], through [`encode_with`]. `out` needs [`max_encoded_size`]
+/// bytes; with less, this encodes on the calling thread alone.
 pub fn encode_into(
     options: &EncodeOptions,
     input: &[u8],
@@ -209,51 +211,214 @@ pub fn encode_into(
     threads: usize,
 ) -> Result<usize> {
     let bound = max_encoded_size(options, input.len())?;
-    let threads = thread_count(threads);
-    if out.len() < bound || threads == 1 {
+    if out.len() < bound || thread_count(threads) == 1 {
         return encode(options, input, out);
     }
-    let encoder = FrameEncoder::new(options, input)?;
-    let (header, body) = out.split_at_mut(STREAM_HEADER_BYTES);
-    header.copy_from_slice(&encoder.header());
-    let frame_in = encoder.info().frame_len() * options.dtype.element_bytes();
-    let frames_per_run = (RUN_BYTES / frame_in).max(1) as u32;
-    // A run's slot: room for its frames stored (only the last frame of the stream is shorter,
-    // and its room is never more).
-    let slot = frames_per_run as usize * encoder.max_frame_bytes();
-    let runs = encoder.frame_count().div_ceil(frames_per_run);
-    let mut written = std::vec![0usize; runs as usize];
-    let jobs = (0..runs).zip(body.chunks_mut(slot)).zip(written.iter_mut());
     let too_small = Error::OutputTooSmall {
         needed: bound as u64,
     };
-    run(
-        jobs,
-        threads,
-        || (),
-        |(), ((run_number, dst), len)| {
-            let first = run_number * frames_per_run;
-            let last = (first + frames_per_run).min(encoder.frame_count());
-            let mut at = 0;
-            for index in first..last {
-                let room = dst.get_mut(at..).ok_or(too_small)?;
-                at += encoder.encode_frame(index, room).map_err(|e| match e {
-                    Error::OutputTooSmall { .. } => too_small,
-                    other => other,
-                })?;
-            }
-            *len = at;
-            Ok(())
-        },
-    )?;
-    // Move the runs together: each lands at or before its slot, so in order nothing is
-    // overwritten before it moves.
     let mut at = 0;
-    for (i, &len) in written.iter().enumerate() {
-        body.copy_within(i * slot..i * slot + len, at);
-        at += len;
+    encode_with(options, input, threads, |bytes, _| {
+        let room = out.get_mut(at..at + bytes.len()).ok_or(too_small)?;
+        room.copy_from_slice(bytes);
+        at += bytes.len();
+        Ok::<(), Error>(())
+    })?;
+    Ok(at)
+}
+
+/// Encodes `input` on `threads` worker threads (0: all cores) and hands the stream to `write`
+/// on the calling thread, in order: its header, then each frame with the input bytes it
+/// encodes (for progress, or to let go of the input's pages; empty for the header). The bytes
+/// are those of [`crate::encode`]. The workers encode the frames that follow while `write`
+/// takes the last ones, at most 8 MiB of input ahead ([`ordered`]), so memory stays bounded
+/// whatever the input's size. Returns the stream's length; a failure of `write` stops the
+/// encoding and is returned.
+pub fn encode_with<E, F>(
+    options: &EncodeOptions,
+    input: &[u8],
+    threads: usize,
+    mut write: F,
+) -> core::result::Result<u64, E>
+where
+    E: From<Error> + Send,
+    F: FnMut(&[u8], &[u8]) -> core::result::Result<(), E>,
+{
+    let encoder = FrameEncoder::new(options, input)?;
+    write(&encoder.header(), &[])?;
+    let mut len = STREAM_HEADER_BYTES as u64;
+    let frames = (0..encoder.frame_count()).map(Ok);
+    let work = |&index: &u32, buffer: &mut Vec<u8>| -> core::result::Result<usize, E> {
+        Ok(encode_frame(&encoder, index, buffer)?)
+    };
+    let emit = |index: u32, n: usize, buffer: &[u8]| {
+        len += n as u64;
+        write(&buffer[..n], encoder.frame_input(index))
+    };
+    ordered(
+        frames,
+        threads,
+        |&index| encoder.frame_input(index).len(),
+        work,
+        emit,
+    )?;
+    Ok(len)
+}
+
+/// Encodes frame `index` of `encoder` into `buffer`, grown to the largest frame; returns its
+/// size.
+pub(crate) fn encode_frame(
+    encoder: &FrameEncoder<'_>,
+    index: u32,
+    buffer: &mut Vec<u8>,
+) -> Result<usize> {
+    let max = encoder.max_frame_bytes();
+    if buffer.len() < max {
+        buffer.resize(max, 0);
     }
-    Ok(STREAM_HEADER_BYTES + at)
+    encoder.encode_frame(index, buffer)
+}
+
+/// Input bytes (by the `weight` of [`ordered`]) worked on or waiting to be emitted, at most
+/// (and one unit more).
+const IN_FLIGHT_BYTES: usize = 8 << 20;
+/// Units worked on or waiting to be emitted, at most.
+const IN_FLIGHT_UNITS: usize = 2048;
+/// Input bytes of neighbouring units that one thread takes together: it reads on in the input
+/// where it left off (the encoder fetches the next frame's input while it writes a frame).
+const JOB_BYTES: usize = 256 << 10;
+
+/// A job of [`ordered`]: neighbouring units, from unit number `first` on, with their buffers.
+struct Batch<T> {
+    first: usize,
+    units: Vec<T>,
+    buffers: Vec<Vec<u8>>,
+    bytes: usize,
+}
+
+/// Runs `work` on every unit of `units` on `threads` worker threads (each unit with a reused
+/// buffer it may fill), and `emit` on the calling thread on each unit, its result and its
+/// buffer, in order, while the workers go on with the next units. The calling thread takes the
+/// units from `units`; at most [`IN_FLIGHT_BYTES`] of input (by `weight`) and
+/// [`IN_FLIGHT_UNITS`] units are being worked on or waiting, so memory stays bounded whatever
+/// the input's size. Stops at the first error in unit order.
+pub(crate) fn ordered<T, R, E, I, W, M>(
+    mut units: I,
+    threads: usize,
+    weight: impl Fn(&T) -> usize,
+    work: W,
+    mut emit: M,
+) -> core::result::Result<(), E>
+where
+    I: Iterator<Item = core::result::Result<T, E>>,
+    T: Send,
+    R: Send,
+    E: Send,
+    W: Fn(&T, &mut Vec<u8>) -> core::result::Result<R, E> + Sync,
+    M: FnMut(T, R, &[u8]) -> core::result::Result<(), E>,
+{
+    /// A job done: its units, their results (up to the first failure), and buffers.
+    type Done<T, R, E> = (Batch<T>, Vec<core::result::Result<R, E>>);
+    let work = &work;
+    let (job_tx, job_rx) = mpsc::channel::<Batch<T>>();
+    let (done_tx, done_rx) = mpsc::channel::<Done<T, R, E>>();
+    let job_rx = Mutex::new(job_rx);
+    thread::scope(|scope| {
+        // Owned here: dropped when this returns, which lets the workers go before they are
+        // joined.
+        let (job_tx, done_rx) = (job_tx, done_rx);
+        for _ in 0..thread_count(threads) {
+            let (job_rx, done_tx) = (&job_rx, done_tx.clone());
+            let worker = move || loop {
+                let job = job_rx.lock().unwrap_or_else(PoisonError::into_inner).recv();
+                let Ok(mut job) = job else { return };
+                let mut results = Vec::with_capacity(job.units.len());
+                for (unit, buffer) in job.units.iter().zip(&mut job.buffers) {
+                    let result = work(unit, buffer);
+                    let failed = result.is_err();
+                    results.push(result);
+                    if failed {
+                        break;
+                    }
+                }
+                if done_tx.send((job, results)).is_err() {
+                    return;
+                }
+            };
+            // A thread the system refuses is one worker fewer, not an error.
+            let _ = thread::Builder::new().spawn_scoped(scope, worker);
+        }
+        drop(done_tx);
+        // Jobs handed out and not yet emitted, by their first unit.
+        let mut waiting: BTreeMap<usize, Done<T, R, E>> = BTreeMap::new();
+        let (mut next, mut emitted, mut bytes) = (0usize, 0usize, 0usize);
+        let mut spare: Vec<Vec<u8>> = Vec::new();
+        let mut failure = None;
+        let mut exhausted = false;
+        loop {
+            // Hand out jobs while there is room.
+            while !exhausted && bytes < IN_FLIGHT_BYTES && next - emitted < IN_FLIGHT_UNITS {
+                let mut job = Batch {
+                    first: next,
+                    units: Vec::new(),
+                    buffers: Vec::new(),
+                    bytes: 0,
+                };
+                while job.bytes < JOB_BYTES && next - emitted < IN_FLIGHT_UNITS {
+                    match units.next() {
+                        Some(Ok(unit)) => {
+                            job.bytes = job.bytes.saturating_add(weight(&unit));
+                            job.units.push(unit);
+                            job.buffers.push(spare.pop().unwrap_or_default());
+                            next += 1;
+                        }
+                        end => {
+                            failure = end.and_then(core::result::Result::err);
+                            exhausted = true;
+                            break;
+                        }
+                    }
+                }
+                if job.units.is_empty() {
+                    break;
+                }
+                bytes = bytes.saturating_add(job.bytes);
+                // The workers hold the receiver until `job_tx` is dropped.
+                let _ = job_tx.send(job);
+            }
+            if emitted == next {
+                return failure.map_or(Ok(()), Err);
+            }
+            // Emit the jobs that are next in order as they come.
+            let Ok(done) = done_rx.recv() else {
+                // No worker left (none could be started): work here.
+                let Ok(mut job) = job_rx
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .try_recv()
+                else {
+                    return failure.map_or(Ok(()), Err);
+                };
+                let mut results = Vec::new();
+                for (unit, buffer) in job.units.iter().zip(&mut job.buffers) {
+                    results.push(work(unit, buffer));
+                }
+                waiting.insert(job.first, (job, results));
+                continue;
+            };
+            waiting.insert(done.0.first, done);
+            while let Some((job, results)) = waiting.remove(&emitted) {
+                let count = job.units.len();
+                for ((unit, buffer), result) in job.units.into_iter().zip(&job.buffers).zip(results)
+                {
+                    emit(unit, result?, buffer)?;
+                }
+                emitted += count;
+                bytes -= job.bytes;
+                spare.extend(job.buffers);
+            }
+        }
+    })
 }
 
 /// Runs `jobs` on `threads` threads, each into its part of `out` (the jobs cover it in order).

@@ -1,18 +1,8 @@
-//! The library calls that do the work, each spreading frames over `threads` threads (0: all
+//! The library calls that restore tensors, each spreading frames over `threads` threads (0: all
 //! cores), and the messages that name the tensor an error is in.
 
 use enec::container::{Container, ContainerError, Entry};
-use enec::{parallel, EncodeOptions};
-
-/// Encodes `input` into the enec stream `out`; returns its length.
-pub fn encode(
-    options: &EncodeOptions,
-    input: &[u8],
-    out: &mut [u8],
-    threads: usize,
-) -> enec::Result<usize> {
-    parallel::encode_into(options, input, out, threads)
-}
+use enec::{checkpoint, parallel};
 
 /// Restores entry `number` of `container` into `out` (exactly its `original_len` bytes).
 /// `name` is the file, for messages.
@@ -52,12 +42,7 @@ pub fn container(
 }
 
 /// `error` of `container` as a message naming the file and, where it lies in one, the piece.
+/// ([`checkpoint::describe_error`]).
 pub fn message(name: &str, container: &Container<'_>, error: ContainerError) -> String {
-    let entry = error
-        .entry()
-        .and_then(|n| container.entries().nth(n.try_into().unwrap_or(usize::MAX)));
-    match entry {
-        Some((_, e)) => format!("{name}: {}: {error}", e.describe()),
-        None => format!("{name}: {error}"),
-    }
+    format!("{name}: {}", checkpoint::describe_error(container, error))
 }

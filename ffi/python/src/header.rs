@@ -39,7 +39,7 @@ pub fn repeated_name(file: &[u8]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::safetensors;
+    use enec::checkpoint::safetensors;
 
     #[test]
     fn repeated_names_are_found() {

@@ -7,6 +7,7 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
+use enec::checkpoint::safetensors;
 use enec::container::{Container, Entry, PieceKind, MAGIC as CONTAINER_MAGIC};
 use enec::format::MAGIC as STREAM_MAGIC;
 use enec::{Coding, Dtype, EncodeOptions};
@@ -21,10 +22,6 @@ use convert::Failure;
 mod decode;
 mod header;
 mod save;
-// The CLI's safetensors reader: the same file, so both read checkpoints identically.
-#[allow(dead_code)]
-#[path = "../../../src/bin/enec/safetensors.rs"]
-mod safetensors;
 
 // Made in the public module `enec`, where pickle finds it again (an error raised in a worker
 // process reaches its parent whole).

@@ -7,8 +7,10 @@ use std::io::Write;
 use enec::container::{Writer, MAX_RANK};
 use enec::EncodeOptions;
 
+use enec::checkpoint;
+use enec::checkpoint::safetensors::{self, Piece, Tensor};
+
 use crate::convert::{self, Failure};
-use crate::safetensors::{self, Piece, Tensor};
 
 /// The safetensors dtypes, in the order of the reference implementation's `Dtype`: it writes
 /// tensors by descending position here, then by name.
@@ -198,8 +200,7 @@ impl<W: Write> Saving<W> {
             if self.pending.is_empty() && data.len() >= need {
                 let (bytes, rest) = data.split_at(need);
                 data = rest;
-                convert::write_piece(
-                    &self.name,
+                checkpoint::write_piece(
                     &mut self.writer,
                     piece,
                     bytes,
@@ -207,7 +208,8 @@ impl<W: Write> Saving<W> {
                     &self.options,
                     self.threads,
                     &mut self.stream,
-                )?;
+                )
+                .map_err(|e| convert::failure(&self.name, e))?;
             } else {
                 let take = (need - self.pending.len()).min(data.len());
                 self.pending.extend_from_slice(&data[..take]);
@@ -215,8 +217,7 @@ impl<W: Write> Saving<W> {
                 if self.pending.len() < need {
                     break;
                 }
-                convert::write_piece(
-                    &self.name,
+                checkpoint::write_piece(
                     &mut self.writer,
                     piece,
                     &self.pending,
@@ -224,7 +225,8 @@ impl<W: Write> Saving<W> {
                     &self.options,
                     self.threads,
                     &mut self.stream,
-                )?;
+                )
+                .map_err(|e| convert::failure(&self.name, e))?;
                 self.pending = Vec::new();
             }
             self.next += 1;

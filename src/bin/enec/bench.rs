@@ -6,11 +6,9 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::Instant;
 
-use enec::wrapped::FrameEncoder;
 use enec::{decode, encode, max_encoded_size, EncodeOptions};
-use rayon::prelude::*;
 
-use crate::error::{Context, Result};
+use crate::error::{CliError, Context, Result};
 
 /// What one run measured; GB/s are 1e9 bytes of uncompressed data per second.
 #[derive(Debug, serde::Serialize)]
@@ -30,41 +28,6 @@ pub struct Report {
     /// The kernels in use (`enec::kernels_in_use`).
     pub kernels: &'static str,
     pub repeats: usize,
-}
-
-/// Encodes on the current rayon pool, one contiguous range of frames per thread, each range
-/// into its own piece: the stream is the header followed by the pieces in order, as the CLI
-/// writes them to its file (pieces are not copied into one buffer: that copy is the file
-/// system's work, not the codec's). Returns each piece's length.
-fn encode_parallel(
-    options: &EncodeOptions,
-    input: &[u8],
-    pieces: &mut Vec<Vec<u8>>,
-) -> enec::Result<Vec<usize>> {
-    let encoder = FrameEncoder::new(options, input)?;
-    let frames = encoder.frame_count();
-    let threads = rayon::current_num_threads().clamp(1, frames.max(1) as usize) as u32;
-    let per_range = frames.div_ceil(threads).max(1);
-    let ranges: Vec<_> = (0..frames)
-        .step_by(per_range as usize)
-        .map(|first| first..(first + per_range).min(frames))
-        .collect();
-    pieces.resize_with(ranges.len(), Vec::new);
-    for piece in pieces.iter_mut() {
-        piece.resize(per_range as usize * encoder.max_frame_bytes(), 0);
-    }
-    ranges
-        .par_iter()
-        .zip(pieces.par_iter_mut())
-        .map(|(range, piece)| {
-            let mut at = 0;
-            // Each frame fetches the next one's input while it is written, as `encode` does.
-            for index in range.clone() {
-                at += encoder.encode_frame(index, &mut piece[at..])?;
-            }
-            Ok(at)
-        })
-        .collect()
 }
 
 /// Runs the benchmark.
@@ -90,17 +53,11 @@ pub fn bench(
     let aligned = copy_buffer.as_ptr().align_offset(64);
     let copy = &mut copy_buffer[aligned..aligned + input.len()];
     let mut stream = vec![0u8; max_encoded_size(&options, input.len()).context(|| "sizing")?];
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .map_err(|e| e.to_string())?;
     let len = encode(&options, &input, &mut stream).context(|| "encoding")?;
     let stream = &stream[..len];
     let mut encoded = vec![0u8; max_encoded_size(&options, input.len()).context(|| "sizing")?];
     let mut encoded_len = 0;
-    let mut pieces = Vec::new();
-    let mut piece_lens = Vec::new();
-    // memcpy, encode and decode on one thread and on the pool take turns, round after round
+    // memcpy, encode and decode on one thread and on `threads` take turns, round after round
     // (best of each): on a shared machine whose speed drifts, all five see the same conditions.
     let mut best = [f64::INFINITY; 5];
     for round in 0..=repeats {
@@ -123,12 +80,15 @@ pub fn bench(
                 decode(black_box(stream), copy).context(|| "decoding")?;
                 Ok(())
             })?,
-            pool.install(|| {
-                timed(&mut || {
-                    piece_lens = encode_parallel(&options, black_box(&input), &mut pieces)
-                        .context(|| "parallel encoding")?;
-                    Ok(())
+            // The encoder of `enec compress`, its output handed on in order (as to the file,
+            // whose writing is the file system's work, not the codec's).
+            timed(&mut || {
+                enec::parallel::encode_with(&options, black_box(&input), threads, |bytes, _| {
+                    black_box(bytes);
+                    Ok::<(), enec::Error>(())
                 })
+                .map(drop)
+                .context(|| "parallel encoding")
             })?,
             timed(&mut || {
                 enec::parallel::decode_into(black_box(stream), copy, threads)
@@ -147,13 +107,19 @@ pub fn bench(
     if &encoded[..encoded_len] != stream {
         return Err("the encoder wrote different bytes on another run".into());
     }
-    let header_len = stream.len() - piece_lens.iter().sum::<usize>();
-    let mut at = header_len;
-    for (piece, &n) in pieces.iter().zip(&piece_lens) {
-        if stream.get(at..at + n) != Some(&piece[..n]) {
-            return Err("the parallel encoder wrote different bytes".into());
+    let mut at = 0;
+    enec::parallel::encode_with(&options, &input, threads, |bytes, _| {
+        let same = stream.get(at..at + bytes.len()) == Some(bytes);
+        at += bytes.len();
+        if same {
+            Ok(())
+        } else {
+            Err("the parallel encoder wrote different bytes".into())
         }
-        at += n;
+    })
+    .map_err(|e: CliError| e)?;
+    if at != stream.len() {
+        return Err("the parallel encoder wrote a stream of another length".into());
     }
     copy.fill(0);
     decode(stream, copy).context(|| "decoding")?;

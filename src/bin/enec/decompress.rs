@@ -4,16 +4,15 @@
 use std::path::Path;
 use std::time::Instant;
 
-use enec::container::{
-    check_stream, Container, ContainerError, PieceKind, MAGIC as CONTAINER_MAGIC,
-};
-use enec::format::MAGIC as STREAM_MAGIC;
+use enec::checkpoint::{self, Error};
+use enec::container::{check_stream, PieceKind};
 use enec::parallel::Restored;
-use enec::StreamInfo;
 
-use crate::error::{bail, CliError, Result};
+pub use enec::checkpoint::Kind;
+
+use crate::error::{CliError, Result};
 use crate::progress::Progress;
-use crate::{input, output, safetensors};
+use crate::{input, output};
 
 /// What a decompression did.
 #[derive(Clone, Debug)]
@@ -49,34 +48,14 @@ impl Report {
     }
 }
 
-/// What an input file is.
-pub enum Kind<'a> {
-    /// A checkpoint container.
-    Container(Container<'a>),
-    /// A bare enec stream (a compressed raw array).
-    Stream(StreamInfo),
-}
-
 /// Recognizes and checks an enec file (`name` is for messages).
 pub fn open<'a>(name: &str, data: &'a [u8]) -> Result<Kind<'a>> {
-    if data.starts_with(&CONTAINER_MAGIC) {
-        Container::parse(data)
-            .map(Kind::Container)
-            .map_err(|e| format!("{name}: {e}").into())
-    } else if data.starts_with(&STREAM_MAGIC) {
-        enec::read_header(data)
-            .map(Kind::Stream)
-            .map_err(|e| format!("{name}: {e}").into())
-    } else if data.is_empty() {
-        bail!("{name}: empty file, not an enec file")
-    } else {
-        let hint = if safetensors::parse(data).is_ok() {
-            " (it is a safetensors file: `enec compress` makes an .enec file of it)"
-        } else {
-            ""
-        };
-        bail!("{name}: not an enec file: it starts with neither `ENCP` (checkpoint) nor `ENEC` (stream){hint}")
-    }
+    checkpoint::open(data).map_err(|e| match e {
+        Error::NotEnec { safetensors: true } => CliError(format!(
+            "{name}: {e} (it is a safetensors file: `enec compress` makes an .enec file of it)"
+        )),
+        e => CliError(format!("{name}: {e}")),
+    })
 }
 
 /// A piece to restore: where its payload is and what to call it in messages.
@@ -115,47 +94,15 @@ pub fn sources<'a>(name: &str, data: &'a [u8], kind: &Kind<'a>) -> Result<Vec<So
     }
 }
 
-/// Decoded bytes each thread holds at a time on the way to the output file: whole frames that
-/// stay in its cache until they are written.
-pub const CHUNK_BYTES: usize = 256 << 10;
-
-/// Why restoring failed: the input, or writing the output.
-enum Failure {
-    Decode(ContainerError),
-    Write(CliError),
-}
-
-impl From<ContainerError> for Failure {
-    fn from(e: ContainerError) -> Failure {
-        Failure::Decode(e)
-    }
-}
-
-impl From<enec::Error> for Failure {
-    fn from(error: enec::Error) -> Failure {
-        Failure::Decode(ContainerError::Stream { entry: 0, error })
-    }
-}
-
 /// A decoding error in words, naming the tensor (or piece) and, in a stream, the frame.
-fn explain(name: &str, kind: &Kind<'_>, error: ContainerError) -> CliError {
-    let entry = match (kind, error.entry()) {
-        (Kind::Container(c), Some(n)) => c.entries().nth(n.try_into().unwrap_or(usize::MAX)),
-        _ => None,
-    };
-    let what = match (kind, &entry) {
-        (Kind::Stream(_), _) => "the stream".to_owned(),
-        (_, Some((_, e))) => e.describe().to_string(),
-        (_, None) => return CliError(format!("{name}: {error}")),
-    };
-    let why = match error {
-        ContainerError::Stream { error, .. } => error.to_string(),
-        ContainerError::RawChecksumMismatch { .. } => {
-            "checksum mismatch: the file is corrupt".to_owned()
+fn explain(name: &str, kind: &Kind<'_>, error: Error) -> CliError {
+    CliError(match (kind, error) {
+        (Kind::Container(c), Error::Container(e)) => {
+            format!("{name}: {}", checkpoint::describe_error(c, e))
         }
-        other => other.to_string(),
-    };
-    CliError(format!("{name}: {what}: {why}"))
+        (Kind::Stream(_), Error::Stream(e)) => format!("{name}: the stream: {e}"),
+        (_, e) => format!("{name}: {e}"),
+    })
 }
 
 /// Restores the original of `data` (an enec file, recognized as `kind`) into `out`, which holds
@@ -168,18 +115,20 @@ pub fn restore_into(
     threads: usize,
 ) -> Result<()> {
     let decoded = match kind {
-        Kind::Container(c) => enec::parallel::decode_container_into(c, out, threads),
+        Kind::Container(c) => {
+            enec::parallel::decode_container_into(c, out, threads).map_err(Error::Container)
+        }
         Kind::Stream(_) => enec::parallel::decode_into(data, out, threads)
             .map(drop)
-            .map_err(|error| ContainerError::Stream { entry: 0, error }),
+            .map_err(Error::Stream),
     };
     decoded.map_err(|e| explain(name, kind, e))
 }
 
 /// Restores the original of `data` into `file` at the offsets it has in the original, on
-/// `threads` threads each decoding into a reused buffer of [`CHUNK_BYTES`] and writing it with
-/// a positioned write; returns the bytes written. The input pages each run was read from are
-/// let go once it is written, so memory stays bounded whatever the file size.
+/// `threads` threads each writing its runs with positioned writes ([`checkpoint::restore_with`]);
+/// returns the bytes written. The input pages each run was read from are let go once it is
+/// written, so memory stays bounded whatever the file size.
 fn restore_to_file(
     name: &str,
     data: &input::Input,
@@ -189,29 +138,17 @@ fn restore_to_file(
     progress: &Progress,
 ) -> Result<u64> {
     let release = input::Release::new(data);
-    let write = |run: Restored<'_>| -> std::result::Result<(), Failure> {
-        file.write_at(run.bytes, run.at).map_err(Failure::Write)?;
+    let write = |run: Restored<'_>| -> std::io::Result<()> {
+        file.write_at(run.bytes, run.at)
+            .map_err(|e| std::io::Error::other(e.0))?;
         release.finished(run.source);
         progress.inc(run.bytes.len() as u64);
         Ok(())
     };
-    let written = match kind {
-        Kind::Container(c) => enec::parallel::decode_container_with(c, threads, CHUNK_BYTES, write)
-            .map(|()| c.original_len()),
-        Kind::Stream(_) => enec::parallel::decode_with(data, threads, CHUNK_BYTES, write),
-    };
-    written.map_err(|failure| match failure {
-        Failure::Decode(e) => explain(name, kind, e),
-        Failure::Write(e) => e,
+    checkpoint::restore_with(data, kind, threads, write).map_err(|e| match e {
+        Error::Write(e) => CliError(e.to_string()),
+        e => explain(name, kind, e),
     })
-}
-
-/// Total decoded size of the sources.
-fn decoded_len(kind: &Kind<'_>) -> u64 {
-    match kind {
-        Kind::Container(c) => c.original_len(),
-        Kind::Stream(info) => info.decoded_bytes(),
-    }
 }
 
 /// Decompresses `input` into `output` (written atomically) with `threads` workers.
@@ -228,7 +165,7 @@ pub fn decompress_file(
     let kind = open(&name, &data)?;
     let sources = sources(&name, &data, &kind)?;
     let out = output::AtomicFile::create(output, force)?;
-    let progress = Progress::new(decoded_len(&kind), "decompress", show_progress);
+    let progress = Progress::new(kind.original_len(), "decompress", show_progress);
     let original = restore_to_file(&name, &data, &kind, &out, threads, &progress)?;
     drop(progress);
     out.commit()?;

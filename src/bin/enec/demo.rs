@@ -14,10 +14,14 @@ use std::time::Instant;
 use enec::{Coding, Dtype, EncodeOptions};
 use half::{bf16, f16};
 
-use crate::compress::{self, compress_pieces, Settings};
+use enec::checkpoint::{
+    self,
+    safetensors::{self, NewTensor},
+};
+
+use crate::compress::{self, Settings};
 use crate::decompress::{self, Kind};
 use crate::error::{say, Context, Result};
-use crate::safetensors::{self, NewTensor};
 
 /// 934,656 fp32 weights of all-MiniLM-L6-v2 (Apache-2.0); see tests/data/README.md.
 const SLICE: &[u8] = include_bytes!("../../../tests/data/minilm-slice.f32.bin");
@@ -144,10 +148,10 @@ fn cycle(file: &[u8], coding: Coding, threads: usize) -> Result<(usize, f64, f64
     let tensors = safetensors::parse(file).map_err(|e| e.to_string())?;
     let pieces = safetensors::plan(file.len() as u64, tensors);
     let options = EncodeOptions::new(Dtype::Bf16).coding(coding);
-    let pool = compress::thread_pool(threads)?;
     let (encode_s, packed) = timed(|| {
         let mut packed = Vec::with_capacity(file.len());
-        pool.install(|| compress_pieces(file, &pieces, &options, &mut packed, &|_| {}))?;
+        checkpoint::compress(file, &pieces, &options, threads, &mut packed, &|_| {})
+            .map_err(|e| e.to_string())?;
         Ok(packed)
     })?;
     let kind = decompress::open("demo", &packed)?;

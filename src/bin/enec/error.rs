@@ -48,6 +48,12 @@ impl From<String> for CliError {
     }
 }
 
+impl From<enec::Error> for CliError {
+    fn from(e: enec::Error) -> CliError {
+        CliError(e.to_string())
+    }
+}
+
 impl From<&str> for CliError {
     fn from(s: &str) -> CliError {
         CliError(s.to_owned())

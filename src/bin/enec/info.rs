@@ -8,7 +8,8 @@ use serde_json::json;
 
 use crate::decompress::{self, Kind};
 use crate::error::{say, Result};
-use crate::{input, safetensors};
+use crate::input;
+use enec::checkpoint::safetensors;
 
 /// What one piece holds.
 struct Row {

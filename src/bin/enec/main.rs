@@ -12,9 +12,7 @@ mod error;
 mod info;
 mod input;
 mod output;
-mod pipeline;
 mod progress;
-mod safetensors;
 
 use std::process::ExitCode;
 

@@ -1,4 +1,4 @@
-//! Reading the layout of a safetensors file (and writing small ones, for the demo).
+//! Reading the layout of a safetensors file (and writing small ones, for demos and tests).
 //!
 //! Only the header is interpreted: the 8-byte little-endian header length, then a JSON object
 //! mapping tensor names to `{"dtype", "shape", "data_offsets"}` (plus an optional
@@ -7,10 +7,13 @@
 //! its padding), gaps between tensors, and anything after the last tensor are kept verbatim.
 
 use std::collections::BTreeMap;
+use std::prelude::rust_2021::*;
+use std::{format, vec};
 
-use enec::container::dtype_from_safetensors;
-use enec::Dtype;
 use serde_json::Value;
+
+use crate::container::{self, dtype_from_safetensors};
+use crate::Dtype;
 
 /// Largest header the safetensors format allows (its reference implementation's limit).
 const MAX_HEADER: u64 = 100_000_000;
@@ -44,11 +47,11 @@ pub struct Piece {
 }
 
 /// Whether every tensor of the file that `pieces` cover gets an index entry of its own
-/// ([`enec::container::every_tensor_indexed`]).
+/// ([`container::every_tensor_indexed`]).
 pub fn every_tensor_indexed(pieces: &[Piece]) -> bool {
     let file_len = pieces.last().map_or(0, |p| p.end);
     let tensors = pieces.iter().filter_map(|p| p.tensor.as_ref());
-    enec::container::every_tensor_indexed(
+    container::every_tensor_indexed(
         file_len,
         tensors.map(|t| (t.name.as_str(), t.dtype.as_str(), t.shape.len())),
     )
@@ -172,11 +175,11 @@ fn parse_checked(bytes: &[u8], len: u64, json_ok: &mut bool) -> Result<Vec<Tenso
                 )));
             }
         }
-        if shape.len() > enec::container::MAX_RANK {
+        if shape.len() > container::MAX_RANK {
             return Err(bad(&format!(
                 "{} dimensions; the enec container records at most {}",
                 shape.len(),
-                enec::container::MAX_RANK
+                container::MAX_RANK
             )));
         }
         tensors.push(Tensor {
