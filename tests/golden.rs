@@ -47,6 +47,14 @@ fn specials_bf16() -> Vec<bf16> {
     v.into_iter().map(bf16::from_bits).collect()
 }
 
+/// 1,024-element frames, checksums on, `coding`.
+fn opt(dtype: Dtype, coding: Coding) -> EncodeOptions {
+    EncodeOptions::new(dtype)
+        .frame_len(1024)
+        .unwrap()
+        .coding(coding)
+}
+
 /// The version directories and their cases.
 fn versions() -> [(&'static str, Vec<Case>); 2] {
     [("v1", cases_v1()), ("v1.1", cases_v1_1())]
@@ -60,12 +68,6 @@ fn cases_v1() -> Vec<Case> {
     let mut seed = 0x9E37_79B9_7F4A_7C15;
     let random: Vec<u8> = (0..3000).map(|_| xorshift(&mut seed) as u8).collect();
     let bytes = |s: &[u8]| s.to_vec();
-    let opt = |dtype, coding| {
-        EncodeOptions::new(dtype)
-            .frame_len(1024)
-            .unwrap()
-            .coding(coding)
-    };
     vec![
         Case {
             name: "bf16_ranked",
@@ -165,12 +167,6 @@ fn cases_v1_1() -> Vec<Case> {
     let e5 = fp8_scaled(Dtype::E5m2, &w);
     let mut seed = 0x2545_F491_4F6C_DD1D;
     let random: Vec<u8> = (0..3000).map(|_| xorshift(&mut seed) as u8).collect();
-    let opt = |dtype, coding| {
-        EncodeOptions::new(dtype)
-            .frame_len(1024)
-            .unwrap()
-            .coding(coding)
-    };
     vec![
         Case {
             name: "e4m3_ranked",
