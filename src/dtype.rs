@@ -19,7 +19,8 @@ pub enum Dtype {
 }
 
 impl Dtype {
-    /// Every dtype, in code order.
+    /// Every dtype this build codes, in code order (the FP8 ones with the feature `fp8`).
+    #[cfg(feature = "fp8")]
     pub const ALL: [Dtype; 5] = [
         Dtype::Bf16,
         Dtype::Fp16,
@@ -27,6 +28,9 @@ impl Dtype {
         Dtype::E4m3,
         Dtype::E5m2,
     ];
+    /// Every dtype this build codes, in code order (the FP8 ones with the feature `fp8`).
+    #[cfg(not(feature = "fp8"))]
+    pub const ALL: [Dtype; 3] = [Dtype::Bf16, Dtype::Fp16, Dtype::Fp32];
 
     /// The code stored in the stream header.
     pub const fn code(self) -> u8 {
@@ -39,16 +43,23 @@ impl Dtype {
         }
     }
 
-    /// The dtype of a stream-header code.
+    /// The dtype of a stream-header code, if this build codes it.
     pub const fn from_code(code: u8) -> Option<Dtype> {
         match code {
             1 => Some(Dtype::Bf16),
             2 => Some(Dtype::Fp16),
             3 => Some(Dtype::Fp32),
+            #[cfg(feature = "fp8")]
             4 => Some(Dtype::E4m3),
+            #[cfg(feature = "fp8")]
             5 => Some(Dtype::E5m2),
             _ => None,
         }
+    }
+
+    /// Whether this build codes the dtype (the FP8 ones need the feature `fp8`).
+    pub const fn coded(self) -> bool {
+        Dtype::from_code(self.code()).is_some()
     }
 
     /// Bytes per element.

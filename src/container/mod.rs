@@ -216,16 +216,11 @@ pub const fn safetensors_dtype_name(dtype: Dtype) -> &'static str {
     }
 }
 
-/// The enec dtype of a safetensors dtype name, if enec codes it.
+/// The enec dtype of a safetensors dtype name, if this build codes it.
 pub fn dtype_from_safetensors(name: &str) -> Option<Dtype> {
-    match name {
-        "BF16" => Some(Dtype::Bf16),
-        "F16" => Some(Dtype::Fp16),
-        "F32" => Some(Dtype::Fp32),
-        "F8_E4M3" => Some(Dtype::E4m3),
-        "F8_E5M2" => Some(Dtype::E5m2),
-        _ => None,
-    }
+    Dtype::ALL
+        .into_iter()
+        .find(|&d| safetensors_dtype_name(d) == name)
 }
 
 /// A tensor of at least this many bytes whose dtype enec codes is always stored as an enec

@@ -54,6 +54,8 @@ pub(crate) fn encode_frame_impl<I: Isa>(
 ) -> Result<usize> {
     let (c, e) = (coding, elements);
     match dtype.element_bytes() {
+        _ if !dtype.coded() => Err(Error::UnsupportedDtype(dtype.code())),
+        #[cfg(feature = "fp8")]
         1 => encode_elements::<1, I>(isa, dtype, c, checksums, input, next, e, out),
         2 => encode_elements::<2, I>(isa, dtype, c, checksums, input, next, e, out),
         _ => encode_elements::<4, I>(isa, dtype, c, checksums, input, next, e, out),
