@@ -2,12 +2,16 @@
 //
 // The A2 documentation does not promise a wrapping 32-bit multiply, so every value mod 2^32 is
 // held as two 16-bit halves H:L in int32 lanes and every product is split so that it stays below
-// 2^24 (a half times one byte p0..p3 of the constant): exact in int32, with no overflow, which
-// the CPU model checks on every instruction. For x = H:L and P = p3 p2 p1 p0 (bytes):
+// 2^24 (a half times one byte p0..p3 of the constant; in the round, L p2 + (L p1 >> 8) is one
+// product by p1 + 256 p2, below 2^31 for P1): exact in int32, with no overflow, which the CPU
+// model checks on every instruction. For x = H:L and P = p3 p2 p1 p0 (bytes):
 //   low  = L p0 + ((L p1 & 0xFF) << 8)                                   (< 2^25; its bits 0..15)
 //   high = low >> 16 + (L p1 >> 8) + H p0 + L p2 + (((H p1 + L p3) & 0xFF) << 8)   (mod 2^16)
+// The carry low >> 16 and the reduction mod 2^16 are left to the next consumer: a product is
+// kept as the pair (low, high - low >> 16), worth low + 2^16 high mod 2^32 (both below 2^27), and
+// the round reduces acc + product (carry, mask) once, before the rotation needs exact halves.
 // The products w * P2 of a batch of input words are computed at once (mul_planar); only the lane
-// update acc = rotl(acc + w * P2, 13) * P1 is serial, one 128-byte block at a time, 24 vector
+// update acc = rotl(acc + w * P2, 13) * P1 is serial, one 128-byte block at a time, 19 vector
 // instructions on [L0..L31 | H0..H31] (round). The final partial block (if any) and the closing
 // avalanche run on the scalar unit (H32 of enec_common.h), which the lanes are handed to.
 #pragma once
@@ -19,18 +23,19 @@ namespace enec {
 class H32Vector {
 public:
     static constexpr uint32_t BATCH = 256;  // input words multiplied by P2 per step (8 blocks)
-    // Lanes (int32): acc, seed, r, s, t, x, z (64 each), e0, e1, w, carry (32 each), mask (BATCH),
+    // Lanes (int32): acc, seed, r, s, t, x, z (64 each), e0, e1, carry (32 each), mask (BATCH),
     // and the batch: wl, wh, pl, ph, ta, tb, tc, td (BATCH each).
-    static constexpr uint32_t LANES = 7 * 64 + 4 * 32 + 9 * BATCH;
+    static constexpr uint32_t LANES = 7 * 64 + 3 * 32 + 9 * BATCH;
     static constexpr uint32_t UB_BYTES = LANES * sizeof(int32_t);
 
     // Once per core: carves the state out of `ub` (UB_BYTES) and writes the constants.
     __aicore__ inline void setup(const LocalTensor<int32_t>& ub) {
-        LocalTensor<int32_t>* const parts[] = {&acc, &seed, &r, &s, &t, &x, &z, &e0, &e1, &w, &carry,
+        LocalTensor<int32_t>* const parts[] = {&acc, &seed, &r, &s, &t, &x, &z, &e0, &e1, &carry,
                                                &mask, &wl, &wh, &pl, &ph, &ta, &tb, &tc, &td};
-        const uint32_t sizes[] = {64, 64, 64, 64, 64, 64, 64, 32, 32, 32, 32,
+        const uint32_t sizes[] = {64, 64, 64, 64, 64, 64, 64, 32, 32, 32,
                                   BATCH, BATCH, BATCH, BATCH, BATCH, BATCH, BATCH, BATCH, BATCH};
         uint32_t at = 0;
+        static_assert(sizeof(sizes) / sizeof(sizes[0]) == sizeof(parts) / sizeof(parts[0]), "one size per part");
         for (uint32_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
             *parts[i] = ub[at];
             at += sizes[i];
@@ -78,7 +83,7 @@ private:
     // The lanes to the scalar H32 (64 scalar loads), for the last partial block and the end.
     __aicore__ inline void hand_over() {
         for (uint32_t j = 0; j < 32; j++)
-            scalar.acc[j] = uint32_t(acc.GetValue(j)) | (uint32_t(acc.GetValue(32 + j)) << 16);
+            scalar.acc[j] = uint32_t(acc.GetValue(j)) + (uint32_t(acc.GetValue(32 + j)) << 16);
         scalar.len = len;
         handedOver = true;
     }
@@ -109,11 +114,8 @@ private:
         AscendC::Muls(tb, sL, q1, int32_t(n));  // b = L p1 < 2^24
         shl(tc, tb, 24, n);
         shr(tc, tc, 16, n);                     // (b & 0xFF) << 8
-        AscendC::Add(ta, ta, tc, int32_t(n));   // the low 24 bits of L (p0 + 256 p1)
-        shr(tc, ta, 16, n);                     // its carry into the high half
-        and_mask(dL, ta, mask, n);
-        shr(tb, tb, 8, n);
-        AscendC::Add(tc, tc, tb, int32_t(n));
+        AscendC::Add(dL, ta, tc, int32_t(n));   // the low 24 bits of L (p0 + 256 p1), unreduced
+        shr(tc, tb, 8, n);
         AscendC::Muls(tb, sH, q0, int32_t(n));  // H p0
         AscendC::Add(tc, tc, tb, int32_t(n));
         AscendC::Muls(tb, sL, Q0, int32_t(n));  // L p2
@@ -123,8 +125,7 @@ private:
         AscendC::Add(tb, tb, td, int32_t(n));
         shl(tb, tb, 24, n);
         shr(tb, tb, 16, n);
-        AscendC::Add(tc, tc, tb, int32_t(n));
-        and_mask(dH, tc, mask, n);
+        AscendC::Add(dH, tc, tb, int32_t(n));
     }
 
     // One block: acc = rotl(acc + (pL, pH), 13) * P1 on [L | H] (32 lanes each).
@@ -135,34 +136,31 @@ private:
         shr(carry, L, 16, 32);
         AscendC::Add(H, H, carry, 32);
         and_mask(acc, acc, mask, 64);
-        // rotl 13: low = (L << 13 & 0xFFFF) | H >> 3, high = (H << 13 & 0xFFFF) | L >> 3
-        shl(s, acc, 13, 64);
-        and_mask(s, s, mask, 64);
+        // rotl 13: low = (L << 13 & 0xFFFF) | H >> 3, high = (H << 13 & 0xFFFF) | L >> 3; the
+        // lanes are below 2^16, so a uint16 shift of their low halves drops the bits past 16.
+        AscendC::ShiftLeft(s.ReinterpretCast<uint16_t>(), acc.ReinterpretCast<uint16_t>(), uint16_t(13), 128);
         shr(t, acc, 3, 64);
         AscendC::Or(r.ReinterpretCast<uint16_t>(), s.ReinterpretCast<uint16_t>(), t[32].ReinterpretCast<uint16_t>(),
                     64);
         AscendC::Or(r[32].ReinterpretCast<uint16_t>(), s[32].ReinterpretCast<uint16_t>(),
                     t.ReinterpretCast<uint16_t>(), 64);
         // * P1, both halves per instruction where the constant byte is shared (mul_planar's terms)
-        int32_t q0 = int32_t(P1 & 0xFF), q1 = int32_t((P1 >> 8) & 0xFF), Q0 = int32_t((P1 >> 16) & 0xFF),
-                Q1 = int32_t(P1 >> 24);
+        int32_t q0 = int32_t(P1 & 0xFF), q1 = int32_t((P1 >> 8) & 0xFF), Q1 = int32_t(P1 >> 24);
         AscendC::Muls(x, r, q1, 64);  // [L p1 | H p1]
         AscendC::Muls(z, r, q0, 64);  // [L p0 | H p0]
         AscendC::Muls(e1, r, Q1, 32);
         AscendC::Add(x[32], x[32], e1, 32);  // [L p1 | H p1 + L p3]
-        AscendC::Muls(e0, r, Q0, 32);
+        // L p2 + (L p1 >> 8) = (L (p1 + 256 p2)) >> 8, one product below 2^31 for this P1
+        static_assert(((P1 >> 8) & 0xFFFF) < 0x8000, "L * (p1 + 256 p2) must stay below 2^31");
+        AscendC::Muls(e0, r, int32_t((P1 >> 8) & 0xFFFF), 32);
+        shr(e0, e0, 8, 32);
         shl(s, x, 24, 64);
         shr(s, s, 16, 64);
-        AscendC::Add(z, z, s, 64);  // [low 24 bits | H p0 + (H p1 + L p3 & 0xFF) << 8]
-        shr(w, x, 8, 32);
-        shr(carry, z, 16, 32);
-        AscendC::Add(z[32], z[32], carry, 32);
-        AscendC::Add(z[32], z[32], w, 32);
-        AscendC::Add(z[32], z[32], e0, 32);
-        and_mask(acc, z, mask, 64);
+        AscendC::Add(acc, z, s, 64);  // [low 24 bits | H p0 + (H p1 + L p3 & 0xFF) << 8]
+        AscendC::Add(acc[32], acc[32], e0, 32);
     }
 
-    LocalTensor<int32_t> acc, seed, r, s, t, x, z, e0, e1, w, carry, mask, wl, wh, pl, ph, ta, tb, tc, td;
+    LocalTensor<int32_t> acc, seed, r, s, t, x, z, e0, e1, carry, mask, wl, wh, pl, ph, ta, tb, tc, td;
     H32 scalar;
     uint32_t len = 0;
     bool handedOver = false;
