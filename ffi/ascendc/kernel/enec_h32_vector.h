@@ -1,17 +1,18 @@
 // h32 (FORMAT.md section 6, src/checksum.rs) with its 32 lanes on the vector unit.
 //
 // The A2 documentation does not promise a wrapping 32-bit multiply, so every value mod 2^32 is
-// held as two 16-bit halves H:L in int32 lanes and every product is split so that it stays below
-// 2^24 (a half times one byte p0..p3 of the constant; in the round, L p2 + (L p1 >> 8) is one
-// product by p1 + 256 p2, below 2^31 for P1): exact in int32, with no overflow, which the CPU
-// model checks on every instruction. For x = H:L and P = p3 p2 p1 p0 (bytes):
-//   low  = L p0 + ((L p1 & 0xFF) << 8)                                   (< 2^25; its bits 0..15)
-//   high = low >> 16 + (L p1 >> 8) + H p0 + L p2 + (((H p1 + L p3) & 0xFF) << 8)   (mod 2^16)
-// The carry low >> 16 and the reduction mod 2^16 are left to the next consumer: a product is
-// kept as the pair (low, high - low >> 16), worth low + 2^16 high mod 2^32 (both below 2^27), and
-// the round reduces acc + product (carry, mask) once, before the rotation needs exact halves.
+// held as two 16-bit halves H:L in int32 lanes and every product is split so that it stays exact
+// in int32, with no overflow, which the CPU model checks on every instruction. A value is kept
+// as a pair (low, high) worth low + 2^16 high mod 2^32, low >= 0: the carry low >> 16 and the
+// reduction mod 2^16 wait for the round's addition, which does them once for acc + product
+// before the rotation needs exact halves.
+//   mul_planar (x * P2, P2 = p3 p2 p1 p0 in bytes = C0 + 2^16 C1 in 16-bit halves):
+//     low  = L p0 + ((L p1 & 0xFF) << 8)                                     (< 2^25)
+//     high = ((L p1 >> 8) + H C0 + L C1) mod 2^16                            (< 2^16)
+//   round (x * P1, P1 = C0 + 2^16 C1 in 16-bit halves, both products below 2^31 for P1):
+//     low  = L C0,  high = H C0 + L C1  (C1 taken mod 2^16, as C1 - 2^16 when negative is smaller)
 // The products w * P2 of a batch of input words are computed at once (mul_planar); only the lane
-// update acc = rotl(acc + w * P2, 13) * P1 is serial, one 128-byte block at a time, 19 vector
+// update acc = rotl(acc + w * P2, 13) * P1 is serial, one 128-byte block at a time, 12 vector
 // instructions on [L0..L31 | H0..H31] (round). The final partial block (if any) and the closing
 // avalanche run on the scalar unit (H32 of enec_common.h), which the lanes are handed to.
 #pragma once
@@ -23,16 +24,16 @@ namespace enec {
 class H32Vector {
 public:
     static constexpr uint32_t BATCH = 256;  // input words multiplied by P2 per step (8 blocks)
-    // Lanes (int32): acc, seed, r, s, t, x, z (64 each), e0, e1, carry (32 each), mask (BATCH),
+    // Lanes (int32): acc, seed, r, s, t (64 each), e0, carry (32 each), mask (BATCH),
     // and the batch: wl, wh, pl, ph, ta, tb, tc, td (BATCH each).
-    static constexpr uint32_t LANES = 7 * 64 + 3 * 32 + 9 * BATCH;
+    static constexpr uint32_t LANES = 5 * 64 + 2 * 32 + 9 * BATCH;
     static constexpr uint32_t UB_BYTES = LANES * sizeof(int32_t);
 
     // Once per core: carves the state out of `ub` (UB_BYTES) and writes the constants.
     __aicore__ inline void setup(const LocalTensor<int32_t>& ub) {
-        LocalTensor<int32_t>* const parts[] = {&acc, &seed, &r, &s, &t, &x, &z, &e0, &e1, &carry,
+        LocalTensor<int32_t>* const parts[] = {&acc, &seed, &r, &s, &t, &e0, &carry,
                                                &mask, &wl, &wh, &pl, &ph, &ta, &tb, &tc, &td};
-        const uint32_t sizes[] = {64, 64, 64, 64, 64, 64, 64, 32, 32, 32,
+        const uint32_t sizes[] = {64, 64, 64, 64, 64, 32, 32,
                                   BATCH, BATCH, BATCH, BATCH, BATCH, BATCH, BATCH, BATCH, BATCH};
         uint32_t at = 0;
         static_assert(sizeof(sizes) / sizeof(sizes[0]) == sizeof(parts) / sizeof(parts[0]), "one size per part");
@@ -63,7 +64,7 @@ public:
             AscendC::ShiftLeft(lo, in[w0], uint32_t(16), int32_t(nb));
             AscendC::ShiftRight(lo, lo, uint32_t(16), int32_t(nb));
             AscendC::ShiftRight(hi, in[w0], uint32_t(16), int32_t(nb));
-            mul_planar(pl, ph, wl, wh, P2, nb);
+            mul_planar<P2>(pl, ph, wl, wh, nb);
             for (uint32_t k = 0; k < nb; k += 32) round(pl[k], ph[k]);
         }
         len += words * 4;
@@ -104,28 +105,32 @@ private:
         AscendC::ShiftRight(dst.ReinterpretCast<uint32_t>(), src.ReinterpretCast<uint32_t>(), k, int32_t(lanes));
     }
 
-    // (dL, dH) = (sL, sH) * P mod 2^32 on n lanes of 16-bit halves (dL, dH distinct from sL, sH).
+    // A 16-bit half of a constant as the int32 it counts as mod 2^16 with the smaller magnitude.
+    __aicore__ static constexpr int32_t half16(uint32_t h) { return int32_t(h) - (h >= 0x8000 ? 0x10000 : 0); }
+
+    // (dL, dH) = (sL, sH) * P mod 2^32 on n lanes of 16-bit halves (dL, dH distinct from sL, sH):
+    // dL = L p0 + ((L p1 & 0xFF) << 8) (< 2^25), dH = ((L p1 >> 8) + H C0 + L C1) mod 2^16 with
+    // C0, C1 the halves of P (half16), reduced after each product so that no sum leaves int32.
+    template <uint32_t P>
     __aicore__ inline void mul_planar(const LocalTensor<int32_t>& dL, const LocalTensor<int32_t>& dH,
-                                      const LocalTensor<int32_t>& sL, const LocalTensor<int32_t>& sH, uint32_t P,
-                                      uint32_t n) {
-        int32_t q0 = int32_t(P & 0xFF), q1 = int32_t((P >> 8) & 0xFF), Q0 = int32_t((P >> 16) & 0xFF),
-                Q1 = int32_t(P >> 24);
+                                      const LocalTensor<int32_t>& sL, const LocalTensor<int32_t>& sH, uint32_t n) {
+        constexpr int32_t q0 = int32_t(P & 0xFF), q1 = int32_t((P >> 8) & 0xFF);
+        constexpr int32_t c0 = half16(P & 0xFFFF), c1 = half16(P >> 16);
+        static_assert(int64_t(0xFFFF) * (c0 < 0 ? -c0 : c0) + 0xFFFF < (int64_t(1) << 31) &&
+                          int64_t(0xFFFF) * (c1 < 0 ? -c1 : c1) + 0xFFFF < (int64_t(1) << 31),
+                      "mul_planar: a product and its addend stay in int32");
         AscendC::Muls(ta, sL, q0, int32_t(n));  // a = L p0 < 2^24
         AscendC::Muls(tb, sL, q1, int32_t(n));  // b = L p1 < 2^24
         shl(tc, tb, 24, n);
         shr(tc, tc, 16, n);                     // (b & 0xFF) << 8
         AscendC::Add(dL, ta, tc, int32_t(n));   // the low 24 bits of L (p0 + 256 p1), unreduced
-        shr(tc, tb, 8, n);
-        AscendC::Muls(tb, sH, q0, int32_t(n));  // H p0
+        shr(tc, tb, 8, n);                      // b >> 8
+        AscendC::Muls(tb, sH, c0, int32_t(n));
         AscendC::Add(tc, tc, tb, int32_t(n));
-        AscendC::Muls(tb, sL, Q0, int32_t(n));  // L p2
-        AscendC::Add(tc, tc, tb, int32_t(n));
-        AscendC::Muls(tb, sH, q1, int32_t(n));  // H p1 and L p3 count only by their low byte
-        AscendC::Muls(td, sL, Q1, int32_t(n));
-        AscendC::Add(tb, tb, td, int32_t(n));
-        shl(tb, tb, 24, n);
-        shr(tb, tb, 16, n);
+        and_mask(tc, tc, mask, n);
+        AscendC::Muls(tb, sL, c1, int32_t(n));
         AscendC::Add(dH, tc, tb, int32_t(n));
+        and_mask(dH, dH, mask, n);
     }
 
     // One block: acc = rotl(acc + (pL, pH), 13) * P1 on [L | H] (32 lanes each).
@@ -144,23 +149,26 @@ private:
                     64);
         AscendC::Or(r[32].ReinterpretCast<uint16_t>(), s[32].ReinterpretCast<uint16_t>(),
                     t.ReinterpretCast<uint16_t>(), 64);
-        // * P1, both halves per instruction where the constant byte is shared (mul_planar's terms)
-        int32_t q0 = int32_t(P1 & 0xFF), q1 = int32_t((P1 >> 8) & 0xFF), Q1 = int32_t(P1 >> 24);
-        AscendC::Muls(x, r, q1, 64);  // [L p1 | H p1]
-        AscendC::Muls(z, r, q0, 64);  // [L p0 | H p0]
-        AscendC::Muls(e1, r, Q1, 32);
-        AscendC::Add(x[32], x[32], e1, 32);  // [L p1 | H p1 + L p3]
-        // L p2 + (L p1 >> 8) = (L (p1 + 256 p2)) >> 8, one product below 2^31 for this P1
-        static_assert(((P1 >> 8) & 0xFFFF) < 0x8000, "L * (p1 + 256 p2) must stay below 2^31");
-        AscendC::Muls(e0, r, int32_t((P1 >> 8) & 0xFFFF), 32);
-        shr(e0, e0, 8, 32);
-        shl(s, x, 24, 64);
-        shr(s, s, 16, 64);
-        AscendC::Add(acc, z, s, 64);  // [low 24 bits | H p0 + (H p1 + L p3 & 0xFF) << 8]
+        // * P1 = C0 + 2^16 C1 (16-bit halves of the constant): r P1 = rL C0 + 2^16 (rH C0 + rL C1)
+        // mod 2^32, and C1 counts mod 2^16 there, so it is taken as C1 - 2^16 (negative) when
+        // that is smaller. Both products are exact in int32 for P1 (the bounds below), the low
+        // one non-negative; the next round's addition carries and reduces them.
+        AscendC::Muls(acc, r, C0, 64);  // [rL C0 | rH C0]
+        AscendC::Muls(e0, r, C1, 32);   // rL C1
         AscendC::Add(acc[32], acc[32], e0, 32);
     }
 
-    LocalTensor<int32_t> acc, seed, r, s, t, x, z, e0, e1, carry, mask, wl, wh, pl, ph, ta, tb, tc, td;
+    static constexpr int32_t C0 = int32_t(P1 & 0xFFFF);
+    static constexpr int32_t C1 = int32_t(P1 >> 16) - ((P1 >> 31) != 0 ? 0x10000 : 0);
+    // acc + product before the reduction: L <= 0xFFFF C0 + a product's low part (mul_planar:
+    // below 2^25), H <= 0xFFFF (C0 + max(C1, 0)) + a high part (below 2^16; 2^26 allowed) + the
+    // carry (2^16), H >= 0xFFFF min(C1, 0).
+    static_assert(int64_t(0xFFFF) * C0 + (int64_t(1) << 25) < (int64_t(1) << 31), "round: L overflows");
+    static_assert(int64_t(0xFFFF) * (C0 + (C1 > 0 ? C1 : 0)) + (int64_t(1) << 26) + 0x10000 < (int64_t(1) << 31),
+                  "round: H overflows");
+    static_assert(int64_t(0xFFFF) * (C1 < 0 ? C1 : 0) > -(int64_t(1) << 31), "round: H underflows");
+
+    LocalTensor<int32_t> acc, seed, r, s, t, e0, carry, mask, wl, wh, pl, ph, ta, tb, tc, td;
     H32 scalar;
     uint32_t len = 0;
     bool handedOver = false;
