@@ -356,26 +356,21 @@ __aicore__ inline void build_offsets(const LocalTensor<uint32_t>& ilv, const Loc
 // instruction for 16-bit integers. The two ping-pong buffers hold LEAD = TILE / 2 zero lanes
 // before the data, so every lane before the start reads zero and a step is one instruction on
 // all n lanes: shifts by 1, 2, 4, 8 lanes are Gathers into the destination (an operand may not
-// start off a 32-byte boundary) followed by an in-place Add, shifts by 16 .. TILE / 2 are plain
-// offset operands (src[LEAD - d ..]).
+// start off a 32-byte boundary, their offsets 2 q with the base address 2 (LEAD - d)) followed by
+// an in-place Add, shifts by 16 .. TILE / 2 are plain offset operands (src[LEAD - d ..]).
 struct Scan {
     static constexpr uint32_t LEAD = TILE / 2;
     LocalTensor<int16_t> a, b;        // LEAD + TILE lanes each
-    LocalTensor<uint32_t> offsets;    // 4 * TILE: offsets[k * TILE + q] = byte offset of lane q - 2^k
+    LocalTensor<uint32_t> laneBytes;  // TILE: laneBytes[q] = 2 q
 
-    // Buffers: `ping`, `pong` of (LEAD + TILE) int16, `offs` of 4 * TILE u32.
+    // Buffers: `ping`, `pong` of (LEAD + TILE) int16; `bytes`, the byte offsets 2 q of TILE lanes.
     __aicore__ inline void init(const LocalTensor<int16_t>& ping, const LocalTensor<int16_t>& pong,
-                                const LocalTensor<uint32_t>& offs) {
+                                const LocalTensor<uint32_t>& bytes) {
         a = ping;
         b = pong;
-        offsets = offs;
+        laneBytes = bytes;
         AscendC::Duplicate(a, int16_t(0), int32_t(LEAD));
         AscendC::Duplicate(b, int16_t(0), int32_t(LEAD));
-        for (uint32_t k = 0; k < 4; k++) {
-            LocalTensor<int32_t> o = offs[k * TILE].ReinterpretCast<int32_t>();
-            AscendC::CreateVecIndex(o, int32_t(LEAD - (1u << k)), TILE);
-            AscendC::ShiftLeft(o, o, int32_t(1), int32_t(TILE));
-        }
     }
 
     // Inclusive prefix sums of e[0..n) (non-negative, total < 2^15), n <= TILE. Returns the view
@@ -385,7 +380,7 @@ struct Scan {
         AscendC::Adds(src[LEAD], e, int16_t(0), int32_t(n));
         uint32_t d = 1;
         for (uint32_t k = 0; k < 4 && d < n; k++, d <<= 1) {
-            AscendC::Gather(dst[LEAD], src, offsets[k * TILE], uint32_t(0), n);
+            AscendC::Gather(dst[LEAD], src, laneBytes, uint32_t(2 * (LEAD - d)), n);
             AscendC::Add(dst[LEAD], dst[LEAD], src[LEAD], int32_t(n));
             LocalTensor<int16_t> t = src;
             src = dst;

@@ -96,7 +96,6 @@ public:
         pipe.InitBuffer(escBuf, MAX_LEVELS * TILE * sizeof(int16_t));     // escape / flag lanes, 0 or 1
         pipe.InitBuffer(rankBuf, MAX_LEVELS * TILE * sizeof(int16_t));    // their exclusive prefix sums
         pipe.InitBuffer(scanBuf, 2 * (Scan::LEAD + TILE) * sizeof(int16_t));
-        pipe.InitBuffer(scanOffsBuf, 4 * TILE * sizeof(uint32_t));
         pipe.InitBuffer(iotaBuf, TILE * sizeof(int32_t));
         pipe.InitBuffer(modBuf, 2 * TILE * sizeof(int32_t));
         if (t.checksums != 0) {
@@ -110,7 +109,7 @@ public:
         AscendC::CreateVecIndex(laneBytes, int32_t(0), TILE);
         AscendC::ShiftLeft(laneBytes, laneBytes, int32_t(1), int32_t(TILE));  // 2 * q: u16 lane q
         LocalTensor<int16_t> sb = scanBuf.Get<int16_t>();
-        scan.init(sb, sb[Scan::LEAD + TILE], scanOffsBuf.Get<uint32_t>());
+        scan.init(sb, sb[Scan::LEAD + TILE], laneBytesBuf.Get<uint32_t>());
         AscendC::CreateVecIndex(iotaBuf.Get<int32_t>(), int32_t(0), TILE);
         LocalTensor<uint16_t> wide = wideBuf.Get<uint16_t>();
         AscendC::Duplicate(wide[TILE], uint16_t(0), int32_t(TILE));
@@ -638,7 +637,7 @@ private:
     AscendC::TQue<TPosition::VECOUT, BUFFER_NUM> outQue;
     AscendC::TQue<TPosition::VECIN, 1> cacheQue;  // the frame (CACHE_BYTES), or a stored frame's tile
     AscendC::TBuf<TPosition::VECCALC> tableBuf, pairBuf, xBuf, wideBuf, spanBuf, offsBuf, wordBuf, ilvBuf,
-        flagBuf, escBuf, rankBuf, scanBuf, scanOffsBuf, iotaBuf, modBuf, h32Buf, gatherBuf,
+        flagBuf, escBuf, rankBuf, scanBuf, iotaBuf, modBuf, h32Buf, gatherBuf,
         laneBytesBuf;
     // Filled by DataCopy (GM -> VECIN) / copied out by DataCopyPad (VECOUT -> GM).
     AscendC::TBuf<TPosition::VECIN> headerBuf;

@@ -23,18 +23,18 @@ namespace enec {
 
 class H32Vector {
 public:
-    static constexpr uint32_t BATCH = 256;  // input words multiplied by P2 per step (8 blocks)
+    static constexpr uint32_t BATCH = 512;  // input words multiplied by P2 per step (16 blocks)
     // Lanes (int32): acc, seed, r, s, t (64 each), e0, carry (32 each), mask (BATCH),
-    // and the batch: wl, wh, pl, ph, ta, tb, tc, td (BATCH each).
-    static constexpr uint32_t LANES = 5 * 64 + 2 * 32 + 9 * BATCH;
+    // and the batch: wl, wh, pl, ph, tb, tc (BATCH each).
+    static constexpr uint32_t LANES = 5 * 64 + 2 * 32 + 7 * BATCH;
     static constexpr uint32_t UB_BYTES = LANES * sizeof(int32_t);
 
     // Once per core: carves the state out of `ub` (UB_BYTES) and writes the constants.
     __aicore__ inline void setup(const LocalTensor<int32_t>& ub) {
         LocalTensor<int32_t>* const parts[] = {&acc, &seed, &r, &s, &t, &e0, &carry,
-                                               &mask, &wl, &wh, &pl, &ph, &ta, &tb, &tc, &td};
+                                               &mask, &wl, &wh, &pl, &ph, &tb, &tc};
         const uint32_t sizes[] = {64, 64, 64, 64, 64, 32, 32,
-                                  BATCH, BATCH, BATCH, BATCH, BATCH, BATCH, BATCH, BATCH, BATCH};
+                                  BATCH, BATCH, BATCH, BATCH, BATCH, BATCH, BATCH};
         uint32_t at = 0;
         static_assert(sizeof(sizes) / sizeof(sizes[0]) == sizeof(parts) / sizeof(parts[0]), "one size per part");
         for (uint32_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
@@ -119,11 +119,11 @@ private:
         static_assert(int64_t(0xFFFF) * (c0 < 0 ? -c0 : c0) + 0xFFFF < (int64_t(1) << 31) &&
                           int64_t(0xFFFF) * (c1 < 0 ? -c1 : c1) + 0xFFFF < (int64_t(1) << 31),
                       "mul_planar: a product and its addend stay in int32");
-        AscendC::Muls(ta, sL, q0, int32_t(n));  // a = L p0 < 2^24
+        AscendC::Muls(dL, sL, q0, int32_t(n));  // a = L p0 < 2^24
         AscendC::Muls(tb, sL, q1, int32_t(n));  // b = L p1 < 2^24
         shl(tc, tb, 24, n);
         shr(tc, tc, 16, n);                     // (b & 0xFF) << 8
-        AscendC::Add(dL, ta, tc, int32_t(n));   // the low 24 bits of L (p0 + 256 p1), unreduced
+        AscendC::Add(dL, dL, tc, int32_t(n));   // the low 24 bits of L (p0 + 256 p1), unreduced
         shr(tc, tb, 8, n);                      // b >> 8
         AscendC::Muls(tb, sH, c0, int32_t(n));
         AscendC::Add(tc, tc, tb, int32_t(n));
@@ -168,7 +168,7 @@ private:
                   "round: H overflows");
     static_assert(int64_t(0xFFFF) * (C1 < 0 ? C1 : 0) > -(int64_t(1) << 31), "round: H underflows");
 
-    LocalTensor<int32_t> acc, seed, r, s, t, e0, carry, mask, wl, wh, pl, ph, ta, tb, tc, td;
+    LocalTensor<int32_t> acc, seed, r, s, t, e0, carry, mask, wl, wh, pl, ph, tb, tc;
     H32 scalar;
     uint32_t len = 0;
     bool handedOver = false;
