@@ -376,10 +376,29 @@ struct Scan {
     // Inclusive prefix sums of e[0..n) (non-negative, total < 2^15), n <= TILE. Returns the view
     // holding them; a scalar read of lane n - 1 (after a V -> S sync) is the total.
     __aicore__ inline LocalTensor<int16_t> inclusive(const LocalTensor<int16_t>& e, uint32_t n) {
-        LocalTensor<int16_t> src = a, dst = b;
-        AscendC::Adds(src[LEAD], e, int16_t(0), int32_t(n));
-        uint32_t d = 1;
-        for (uint32_t k = 0; k < 4 && d < n; k++, d <<= 1) {
+        AscendC::Adds(a[LEAD], e, int16_t(0), int32_t(n));
+        return steps(a, b, 1, 0, n);
+    }
+
+    // The same for e = led[lead ..] with zeros in led[lead - 1] (1 <= lead, lead % 16 == 0): the
+    // first step reads e where it lies, with no copy into the ping-pong buffers.
+    __aicore__ inline LocalTensor<int16_t> inclusive_led(const LocalTensor<int16_t>& led, uint32_t lead,
+                                                         uint32_t n) {
+        LocalTensor<int16_t> e = led[lead];
+        if (n == 1) {
+            AscendC::Adds(a[LEAD], e, int16_t(0), int32_t(n));
+            return a[LEAD];
+        }
+        AscendC::Gather(a[LEAD], led, laneBytes, uint32_t(2 * (lead - 1)), n);
+        AscendC::Add(a[LEAD], a[LEAD], e, int32_t(n));
+        return steps(a, b, 2, 1, n);
+    }
+
+private:
+    // The doubling steps from d on (k: the Gather step of d = 2^k), the sums so far in src.
+    __aicore__ inline LocalTensor<int16_t> steps(LocalTensor<int16_t> src, LocalTensor<int16_t> dst, uint32_t d,
+                                                 uint32_t k, uint32_t n) {
+        for (; k < 4 && d < n; k++, d <<= 1) {
             AscendC::Gather(dst[LEAD], src, laneBytes, uint32_t(2 * (LEAD - d)), n);
             AscendC::Add(dst[LEAD], dst[LEAD], src[LEAD], int32_t(n));
             LocalTensor<int16_t> t = src;

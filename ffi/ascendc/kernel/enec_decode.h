@@ -93,7 +93,8 @@ public:
         pipe.InitBuffer(wordBuf, TILE * sizeof(uint32_t));
         pipe.InitBuffer(ilvBuf, 2 * TILE * sizeof(uint32_t));
         pipe.InitBuffer(flagBuf, (MAX_GROUPS + 16) * sizeof(uint16_t));
-        pipe.InitBuffer(escBuf, MAX_LEVELS * TILE * sizeof(int16_t));     // escape / flag lanes, 0 or 1
+        // escape / flag lanes, 0 or 1, each level behind ESC_LEAD zero lanes (Ranks)
+        pipe.InitBuffer(escBuf, MAX_LEVELS * (ESC_LEAD + TILE) * sizeof(int16_t));
         pipe.InitBuffer(rankBuf, MAX_LEVELS * TILE * sizeof(int16_t));    // their exclusive prefix sums
         pipe.InitBuffer(scanBuf, 2 * (Scan::LEAD + TILE) * sizeof(int16_t));
         pipe.InitBuffer(iotaBuf, TILE * sizeof(int32_t));
@@ -115,6 +116,7 @@ public:
         AscendC::Duplicate(wide[TILE], uint16_t(0), int32_t(TILE));
         // Levels' lanes past their entries are read (and masked off) by Expand: small values.
         AscendC::Duplicate(tableBuf.Get<uint16_t>(), uint16_t(0), int32_t(TABLE_SLOTS + MAX_LEVELS * TILE + 16));
+        AscendC::Duplicate(escBuf.Get<int16_t>(), int16_t(0), int32_t(MAX_LEVELS * (ESC_LEAD + TILE)));
     }
 
     __aicore__ inline void Process() {
@@ -370,7 +372,11 @@ private:
     }
 
     // The escape (or flag) lanes of level j, and their exclusive prefix sums.
-    __aicore__ inline LocalTensor<int16_t> Escapes(uint32_t j) { return escBuf.Get<int16_t>()[j * TILE]; }
+    static constexpr uint32_t ESC_LEAD = 16;
+    __aicore__ inline LocalTensor<int16_t> EscapesLed(uint32_t j) {
+        return escBuf.Get<int16_t>()[j * (ESC_LEAD + TILE)];
+    }
+    __aicore__ inline LocalTensor<int16_t> Escapes(uint32_t j) { return EscapesLed(j)[ESC_LEAD]; }
     __aicore__ inline LocalTensor<int16_t> RanksOf(uint32_t j) { return rankBuf.Get<int16_t>()[j * TILE]; }
 
     // The lanes of the ranked levels and the groups high bits, behind the symbol table.
@@ -387,7 +393,7 @@ private:
 
     // Prefix sums of Escapes(j)[0..n): the exclusive ones into RanksOf(j); returns the total.
     __aicore__ inline uint32_t Ranks(uint32_t j, uint32_t n) {
-        LocalTensor<int16_t> incl = scan.inclusive(Escapes(j), n);
+        LocalTensor<int16_t> incl = scan.inclusive_led(EscapesLed(j), ESC_LEAD, n);
         AscendC::Sub(RanksOf(j), incl, Escapes(j), int32_t(n));
         return Total(incl, n);
     }
