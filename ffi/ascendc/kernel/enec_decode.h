@@ -101,7 +101,9 @@ public:
         pipe.InitBuffer(modBuf, 2 * TILE * sizeof(int32_t));
         if (t.checksums != 0) {
             pipe.InitBuffer(h32Buf, H32Vector::UB_BYTES);
+            pipe.InitBuffer(h32BlockBuf, H32Vector::BLOCK_TABLE_BYTES);
             hash.setup(h32Buf.Get<int32_t>());
+            hash.blockwise(h32BlockBuf.Get<uint32_t>());
         }
 
         ilv = ilvBuf.Get<uint32_t>();
@@ -643,7 +645,7 @@ private:
     AscendC::TQue<TPosition::VECOUT, BUFFER_NUM> outQue;
     AscendC::TQue<TPosition::VECIN, 1> cacheQue;  // the frame (CACHE_BYTES), or a stored frame's tile
     AscendC::TBuf<TPosition::VECCALC> tableBuf, pairBuf, xBuf, wideBuf, spanBuf, offsBuf, wordBuf, ilvBuf,
-        flagBuf, escBuf, rankBuf, scanBuf, iotaBuf, modBuf, h32Buf, gatherBuf,
+        flagBuf, escBuf, rankBuf, scanBuf, iotaBuf, modBuf, h32Buf, h32BlockBuf, gatherBuf,
         laneBytesBuf;
     // Filled by DataCopy (GM -> VECIN) / copied out by DataCopyPad (VECOUT -> GM).
     AscendC::TBuf<TPosition::VECIN> headerBuf;

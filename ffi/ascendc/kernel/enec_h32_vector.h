@@ -12,8 +12,8 @@
 //   round (x * P1, P1 = C0 + 2^16 C1 in 16-bit halves, both products below 2^31 for P1):
 //     low  = L C0,  high = H C0 + L C1  (C1 taken mod 2^16, as C1 - 2^16 when negative is smaller)
 // The products w * P2 of a batch of input words are computed at once (mul_planar); only the lane
-// update acc = rotl(acc + w * P2, 13) * P1 is serial, one 128-byte block at a time, 12 vector
-// instructions on [L0..L31 | H0..H31] (round). The final partial block (if any) and the closing
+// update acc = rotl(acc + w * P2, 13) * P1 is serial, one 128-byte block at a time, 11 vector
+// instructions on [L0..L31 | H0..H31] with the products gathered by block (blockwise), else 12. The final partial block (if any) and the closing
 // avalanche run on the scalar unit (H32 of enec_common.h), which the lanes are handed to.
 #pragma once
 
@@ -28,6 +28,8 @@ public:
     // and the batch: wl, wh, pl, ph, tb, tc (BATCH each).
     static constexpr uint32_t LANES = 5 * 64 + 2 * 32 + 7 * BATCH;
     static constexpr uint32_t UB_BYTES = LANES * sizeof(int32_t);
+    // The optional block table (blockwise): 2 * BATCH u32 Gather offsets.
+    static constexpr uint32_t BLOCK_TABLE_BYTES = 2 * BATCH * sizeof(uint32_t);
 
     // Once per core: carves the state out of `ub` (UB_BYTES) and writes the constants.
     __aicore__ inline void setup(const LocalTensor<int32_t>& ub) {
@@ -48,6 +50,26 @@ public:
         AscendC::Duplicate(mask.ReinterpretCast<uint32_t>(), uint32_t(0xFFFF), int32_t(BATCH));
     }
 
+    // Optional, once per core after setup: with `table` (BLOCK_TABLE_BYTES), each batch's
+    // products are gathered into [pL | pH] per 32-word block (one Gather per batch), so that the
+    // round adds them with one instruction instead of two. The table: lane i = 64 b + m takes
+    // product lane 32 b + m of pl (m < 32) or of ph (m >= 32; ph follows pl at BATCH lanes):
+    // byte offset 4 (i - 32 b + (m >= 32) (BATCH - 32)).
+    __aicore__ inline void blockwise(const LocalTensor<uint32_t>& table) {
+        LocalTensor<int32_t> o = table.ReinterpretCast<int32_t>(), b = tb, m = wl;  // tb | tc, wl | wh: 2 * BATCH
+        AscendC::CreateVecIndex(o, int32_t(0), 2 * BATCH);
+        shr(b, o, 6, 2 * BATCH);
+        shl(b, b, 5, 2 * BATCH);   // 32 b
+        shl(m, o, 26, 2 * BATCH);
+        shr(m, m, 31, 2 * BATCH);  // (m >= 32) = bit 5 of i
+        AscendC::Muls(m, m, int32_t(BATCH - 32), int32_t(2 * BATCH));
+        AscendC::Sub(o, o, b, int32_t(2 * BATCH));
+        AscendC::Add(o, o, m, int32_t(2 * BATCH));
+        shl(o, o, 2, 2 * BATCH);
+        blocks = table;
+        byBlock = true;
+    }
+
     __aicore__ inline void init() {
         AscendC::Adds(acc, seed, int32_t(0), int32_t(64));
         len = 0;
@@ -65,7 +87,19 @@ public:
             AscendC::ShiftRight(lo, lo, uint32_t(16), int32_t(nb));
             AscendC::ShiftRight(hi, in[w0], uint32_t(16), int32_t(nb));
             mul_planar<P2>(pl, ph, wl, wh, nb);
-            for (uint32_t k = 0; k < nb; k += 32) round(pl[k], ph[k]);
+            if (byBlock) {  // the inputs are spent: wl | wh takes the products by block
+                AscendC::Gather(wl, pl, blocks, uint32_t(0), 2 * nb);
+                for (uint32_t k = 0; k < nb; k += 32) {
+                    AscendC::Add(acc, acc, wl[2 * k], 64);
+                    round();
+                }
+            } else {
+                for (uint32_t k = 0; k < nb; k += 32) {
+                    AscendC::Add(acc, acc, pl[k], 32);
+                    AscendC::Add(acc[32], acc[32], ph[k], 32);
+                    round();
+                }
+            }
         }
         len += words * 4;
         uint32_t rest = n - words * 4;
@@ -133,11 +167,10 @@ private:
         and_mask(dH, dH, mask, n);
     }
 
-    // One block: acc = rotl(acc + (pL, pH), 13) * P1 on [L | H] (32 lanes each).
-    __aicore__ inline void round(const LocalTensor<int32_t>& pL, const LocalTensor<int32_t>& pH) {
+    // One block, its products already added to acc: acc = rotl(acc, 13) * P1 on [L | H] (32
+    // lanes each).
+    __aicore__ inline void round() {
         LocalTensor<int32_t> L = acc, H = acc[32];
-        AscendC::Add(L, L, pL, 32);
-        AscendC::Add(H, H, pH, 32);
         shr(carry, L, 16, 32);
         AscendC::Add(H, H, carry, 32);
         and_mask(acc, acc, mask, 64);
@@ -169,6 +202,8 @@ private:
     static_assert(int64_t(0xFFFF) * (C1 < 0 ? C1 : 0) > -(int64_t(1) << 31), "round: H underflows");
 
     LocalTensor<int32_t> acc, seed, r, s, t, e0, carry, mask, wl, wh, pl, ph, tb, tc;
+    LocalTensor<uint32_t> blocks;
+    bool byBlock = false;
     H32 scalar;
     uint32_t len = 0;
     bool handedOver = false;
