@@ -352,48 +352,61 @@ __aicore__ inline void build_offsets(const LocalTensor<uint32_t>& ilv, const Loc
     AscendC::Adds(d[TILE], d, int32_t(2), int32_t(TILE));
 }
 
-// Prefix sums on the vector unit (Hillis-Steele, log2(n) steps of one Add): A2 has no scan
-// instruction for 16-bit integers. The two ping-pong buffers hold 16 zero lanes before the data,
-// so the lanes before the start read zeros; shifts by 1, 2, 4, 8 lanes are Gathers (an operand
-// may not start off a 32-byte boundary), shifts by 16 and more are plain offset operands.
+// Prefix sums on the vector unit (Hillis-Steele, log2(n) steps of one Add each): A2 has no scan
+// instruction for 16-bit integers. The two ping-pong buffers hold LEAD = TILE / 2 zero lanes
+// before the data, so every lane before the start reads zero and a step is one instruction on
+// all n lanes: shifts by 1, 2, 4, 8 lanes are Gathers into the destination (an operand may not
+// start off a 32-byte boundary, their offsets 2 q with the base address 2 (LEAD - d)) followed by
+// an in-place Add, shifts by 16 .. TILE / 2 are plain offset operands (src[LEAD - d ..]).
 struct Scan {
-    static constexpr uint32_t LEAD = 16;
+    static constexpr uint32_t LEAD = TILE / 2;
     LocalTensor<int16_t> a, b;        // LEAD + TILE lanes each
-    LocalTensor<int16_t> shifted;     // TILE lanes
-    LocalTensor<uint32_t> offsets;    // 4 * TILE: offsets[k * TILE + q] = byte offset of lane q - 2^k
+    LocalTensor<uint32_t> laneBytes;  // TILE: laneBytes[q] = 2 q
 
-    // Buffers: `ping`, `pong` of (LEAD + TILE) int16, `tmp` of TILE int16, `offs` of 4 * TILE u32.
+    // Buffers: `ping`, `pong` of (LEAD + TILE) int16; `bytes`, the byte offsets 2 q of TILE lanes.
     __aicore__ inline void init(const LocalTensor<int16_t>& ping, const LocalTensor<int16_t>& pong,
-                                const LocalTensor<int16_t>& tmp, const LocalTensor<uint32_t>& offs) {
+                                const LocalTensor<uint32_t>& bytes) {
         a = ping;
         b = pong;
-        shifted = tmp;
-        offsets = offs;
+        laneBytes = bytes;
         AscendC::Duplicate(a, int16_t(0), int32_t(LEAD));
         AscendC::Duplicate(b, int16_t(0), int32_t(LEAD));
-        for (uint32_t k = 0; k < 4; k++) {
-            LocalTensor<int32_t> o = offs[k * TILE].ReinterpretCast<int32_t>();
-            AscendC::CreateVecIndex(o, int32_t(LEAD - (1u << k)), TILE);
-            AscendC::ShiftLeft(o, o, int32_t(1), int32_t(TILE));
-        }
     }
 
     // Inclusive prefix sums of e[0..n) (non-negative, total < 2^15), n <= TILE. Returns the view
     // holding them; a scalar read of lane n - 1 (after a V -> S sync) is the total.
     __aicore__ inline LocalTensor<int16_t> inclusive(const LocalTensor<int16_t>& e, uint32_t n) {
-        LocalTensor<int16_t> src = a, dst = b;
-        AscendC::Adds(src[LEAD], e, int16_t(0), int32_t(n));
-        uint32_t d = 1;
-        for (uint32_t k = 0; k < 4 && d < n; k++, d <<= 1) {
-            AscendC::Gather(shifted, src, offsets[k * TILE], uint32_t(0), n);
-            AscendC::Add(dst[LEAD], src[LEAD], shifted, int32_t(n));
+        AscendC::Adds(a[LEAD], e, int16_t(0), int32_t(n));
+        return steps(a, b, 1, 0, n);
+    }
+
+    // The same for e = led[lead ..] with zeros in led[lead - 1] (1 <= lead, lead % 16 == 0): the
+    // first step reads e where it lies, with no copy into the ping-pong buffers.
+    __aicore__ inline LocalTensor<int16_t> inclusive_led(const LocalTensor<int16_t>& led, uint32_t lead,
+                                                         uint32_t n) {
+        LocalTensor<int16_t> e = led[lead];
+        if (n == 1) {
+            AscendC::Adds(a[LEAD], e, int16_t(0), int32_t(n));
+            return a[LEAD];
+        }
+        AscendC::Gather(a[LEAD], led, laneBytes, uint32_t(2 * (lead - 1)), n);
+        AscendC::Add(a[LEAD], a[LEAD], e, int32_t(n));
+        return steps(a, b, 2, 1, n);
+    }
+
+private:
+    // The doubling steps from d on (k: the Gather step of d = 2^k), the sums so far in src.
+    __aicore__ inline LocalTensor<int16_t> steps(LocalTensor<int16_t> src, LocalTensor<int16_t> dst, uint32_t d,
+                                                 uint32_t k, uint32_t n) {
+        for (; k < 4 && d < n; k++, d <<= 1) {
+            AscendC::Gather(dst[LEAD], src, laneBytes, uint32_t(2 * (LEAD - d)), n);
+            AscendC::Add(dst[LEAD], dst[LEAD], src[LEAD], int32_t(n));
             LocalTensor<int16_t> t = src;
             src = dst;
             dst = t;
         }
         for (; d < n; d <<= 1) {
-            AscendC::Add(dst[LEAD + d], src[LEAD + d], src[LEAD], int32_t(n - d));
-            AscendC::Adds(dst[LEAD], src[LEAD], int16_t(0), int32_t(d));
+            AscendC::Add(dst[LEAD], src[LEAD], src[LEAD - d], int32_t(n));
             LocalTensor<int16_t> t = src;
             src = dst;
             dst = t;
@@ -431,16 +444,15 @@ __aicore__ inline uint32_t build_mask(const LocalTensor<uint16_t>& v, uint32_t n
 }
 
 // dst[q] = table[first + src[q]] for q < n (src and dst may be the same tensor): byte offsets
-// (first + src) * 2 widened to u32 lanes through `wide` (zeros at wide[TILE..)), then one Gather
-// from the u16 table.
+// src * 2 widened to u32 lanes through `wide` (zeros at wide[TILE..)), then one Gather from the
+// u16 table with the base address 2 * first.
 __aicore__ inline void lookup(const LocalTensor<uint16_t>& dst, const LocalTensor<uint16_t>& src, uint32_t n,
                               uint32_t first, const LocalTensor<uint16_t>& table, const LocalTensor<uint16_t>& wide,
                               const LocalTensor<uint32_t>& offs, const LocalTensor<uint32_t>& ilv) {
     if (n == 0) return;
-    AscendC::Adds(wide.ReinterpretCast<int16_t>(), src.ReinterpretCast<int16_t>(), int16_t(first), int32_t(n));
-    AscendC::ShiftLeft(wide, wide, uint16_t(1), int32_t(n));
+    AscendC::ShiftLeft(wide, src, uint16_t(1), int32_t(n));
     interleave(offs, wide, ilv, n);
-    AscendC::Gather(dst, table, offs, uint32_t(0), n);
+    AscendC::Gather(dst, table, offs, uint32_t(2 * first), n);
 }
 
 }  // namespace enec

@@ -82,25 +82,28 @@ public:
         pipe.InitBuffer(laneBytesBuf, TILE * sizeof(uint32_t));
         pipe.InitBuffer(statusBuf, 32);
         pipe.InitBuffer(headerBuf, HEADER_BYTES + 256);
-        pipe.InitBuffer(tableBuf, TABLE_SLOTS * sizeof(uint16_t));
+        // The symbol table and, behind it, the entries of the deeper levels (+ the lane past a full
+        // level): one Gather source for every entry a lane can end up with (DecodeRanked).
+        pipe.InitBuffer(tableBuf, (TABLE_SLOTS + MAX_LEVELS * TILE + 16) * sizeof(uint16_t));
         pipe.InitBuffer(pairBuf, 2 * TILE * sizeof(uint16_t));   // residual lo | hi
         pipe.InitBuffer(xBuf, TILE * sizeof(uint16_t));          // codes, then exponents
         pipe.InitBuffer(wideBuf, 2 * TILE * sizeof(uint16_t));   // widening scratch | zeros
-        pipe.InitBuffer(levelBuf, (MAX_LEVELS * TILE + 16) * sizeof(uint16_t));  // + the lane past a full level
         pipe.InitBuffer(spanBuf, RUN_WORDS * sizeof(uint16_t));
         pipe.InitBuffer(offsBuf, TILE * sizeof(uint32_t));
         pipe.InitBuffer(wordBuf, TILE * sizeof(uint32_t));
         pipe.InitBuffer(ilvBuf, 2 * TILE * sizeof(uint32_t));
         pipe.InitBuffer(flagBuf, (MAX_GROUPS + 16) * sizeof(uint16_t));
-        pipe.InitBuffer(escBuf, MAX_LEVELS * TILE * sizeof(int16_t));     // escape / flag lanes, 0 or 1
+        // escape / flag lanes, 0 or 1, each level behind ESC_LEAD zero lanes (Ranks)
+        pipe.InitBuffer(escBuf, MAX_LEVELS * (ESC_LEAD + TILE) * sizeof(int16_t));
         pipe.InitBuffer(rankBuf, MAX_LEVELS * TILE * sizeof(int16_t));    // their exclusive prefix sums
-        pipe.InitBuffer(scanBuf, (2 * (Scan::LEAD + TILE) + TILE) * sizeof(int16_t));
-        pipe.InitBuffer(scanOffsBuf, 4 * TILE * sizeof(uint32_t));
+        pipe.InitBuffer(scanBuf, 2 * (Scan::LEAD + TILE) * sizeof(int16_t));
         pipe.InitBuffer(iotaBuf, TILE * sizeof(int32_t));
         pipe.InitBuffer(modBuf, 2 * TILE * sizeof(int32_t));
         if (t.checksums != 0) {
             pipe.InitBuffer(h32Buf, H32Vector::UB_BYTES);
+            pipe.InitBuffer(h32BlockBuf, H32Vector::BLOCK_TABLE_BYTES);
             hash.setup(h32Buf.Get<int32_t>());
+            hash.blockwise(h32BlockBuf.Get<uint32_t>());
         }
 
         ilv = ilvBuf.Get<uint32_t>();
@@ -109,10 +112,13 @@ public:
         AscendC::CreateVecIndex(laneBytes, int32_t(0), TILE);
         AscendC::ShiftLeft(laneBytes, laneBytes, int32_t(1), int32_t(TILE));  // 2 * q: u16 lane q
         LocalTensor<int16_t> sb = scanBuf.Get<int16_t>();
-        scan.init(sb, sb[Scan::LEAD + TILE], sb[2 * (Scan::LEAD + TILE)], scanOffsBuf.Get<uint32_t>());
+        scan.init(sb, sb[Scan::LEAD + TILE], laneBytesBuf.Get<uint32_t>());
         AscendC::CreateVecIndex(iotaBuf.Get<int32_t>(), int32_t(0), TILE);
         LocalTensor<uint16_t> wide = wideBuf.Get<uint16_t>();
         AscendC::Duplicate(wide[TILE], uint16_t(0), int32_t(TILE));
+        // Levels' lanes past their entries are read (and masked off) by Expand: small values.
+        AscendC::Duplicate(tableBuf.Get<uint16_t>(), uint16_t(0), int32_t(TABLE_SLOTS + MAX_LEVELS * TILE + 16));
+        AscendC::Duplicate(escBuf.Get<int16_t>(), int16_t(0), int32_t(MAX_LEVELS * (ESC_LEAD + TILE)));
     }
 
     __aicore__ inline void Process() {
@@ -242,15 +248,15 @@ private:
             AscendC::ShiftLeft(pair, w, uint16_t(8), int32_t(words));
             AscendC::ShiftRight(pair, pair, uint16_t(8), int32_t(words));
             AscendC::ShiftRight(pair[TILE], w, uint16_t(8), int32_t(words));
-            // Entries from tableLen to the 32-byte padding hold padding bytes: only escape codes of
-            // the last level index them, and those lanes are replaced by Expand.
+            // Entries from tableLen to the 32-byte padding hold padding bytes: no lane indexes
+            // them (escape lanes take the next level's entry instead).
             interleave(table.ReinterpretCast<uint32_t>(), pair, ilv, words);
         }
         uint32_t levels = params.levels;
         uint32_t cursor[MAX_LEVELS + 1] = {0, 0, 0, 0};
         LocalTensor<uint16_t> pair = pairBuf.Get<uint16_t>();
         LocalTensor<uint16_t> codes = xBuf.Get<uint16_t>();  // level 1, then exponents
-        LocalTensor<uint16_t> lvl = levelBuf.Get<uint16_t>();
+        LocalTensor<uint16_t> lvl = Levels();
         for (uint32_t start = 0; start < elements; start += TILE) {
             uint32_t len = min_u32(TILE, elements - start);
             unpack_range(layout.residual, start, len, pair, pair[TILE]);
@@ -276,13 +282,32 @@ private:
                 if (n[j + 1] > 0) unpack_range(next, cursor[j + 1], n[j + 1], buf[j + 1], buf[j + 1]);
                 cursor[j + 1] += n[j + 1];
             }
-            // Bottom-up: level j's codes become exponents; escaped ones take level j + 1's.
+            // Bottom-up, in entries of tableBuf: a lane of level j stands for entry s[j] + code, an
+            // escape lane (code K = 2^w - 1) for the entry of level j + 1 at its rank (the last
+            // level's entries are exponents: entry LEVELS_AT + (levels - 1) * TILE + rank). Level
+            // j's lanes become u = entry - s[j] (code + (entry - s[j] - K) on escape lanes), so
+            // one lookup of level 0 reads every exponent.
             for (uint32_t jj = levels; jj > 0; jj--) {
                 uint32_t j = jj - 1;
-                if (n[j] == 0) continue;
-                lookup(buf[j], buf[j], n[j], s[j], table, wideBuf.Get<uint16_t>(), offsBuf.Get<uint32_t>(), ilv);
-                if (n[j + 1] > 0) Expand(buf[j], j, n[j], buf[j + 1], 0);
+                if (n[j] == 0 || n[j + 1] == 0) continue;
+                const int32_t k = int32_t((1u << params.widths[j]) - 1);
+                LocalTensor<int16_t> got = spanBuf.Get<int16_t>();
+                if (jj == levels) {
+                    AscendC::Adds(got, RanksOf(j), int16_t(int32_t(LEVELS_AT + j * TILE) - int32_t(s[j]) - k),
+                                  int32_t(n[j]));
+                } else {
+                    lookup(got.ReinterpretCast<uint16_t>(), RanksOf(j).ReinterpretCast<uint16_t>(), n[j], 0,
+                           buf[j + 1], wideBuf.Get<uint16_t>(), offsBuf.Get<uint32_t>(), ilv);
+                    AscendC::Adds(got, got, int16_t(int32_t(s[j + 1]) - int32_t(s[j]) - k), int32_t(n[j]));
+                }
+                LocalTensor<int16_t> mask = modBuf.Get<int16_t>();
+                AscendC::Sub(mask, wideBuf.Get<int16_t>()[TILE], Escapes(j), int32_t(n[j]));
+                AscendC::And(got.ReinterpretCast<uint16_t>(), got.ReinterpretCast<uint16_t>(),
+                             mask.ReinterpretCast<uint16_t>(), int32_t(n[j]));
+                AscendC::Add(buf[j].ReinterpretCast<int16_t>(), buf[j].ReinterpretCast<int16_t>(), got, int32_t(n[j]));
             }
+            if (levels > 0)
+                lookup(codes, codes, len, s[0], table, wideBuf.Get<uint16_t>(), offsBuf.Get<uint32_t>(), ilv);
             MergeOut(start, len, codes, pair);
         }
         for (uint32_t j = 1; j <= levels; j++)
@@ -302,27 +327,43 @@ private:
         for (uint32_t t0 = 0; t0 < groups; t0 += TILE) {
             uint32_t m = min_u32(TILE, groups - t0);
             unpack_range(layout.planes[0], t0, m, flags[t0], flags[t0]);
-            count += Total(scan.inclusive(flags[t0].ReinterpretCast<int16_t>(), m), m);
+            LocalTensor<int16_t> e = flags[t0].ReinterpretCast<int16_t>();
+            LocalTensor<int16_t> incl = scan.inclusive(e, m);
+            AscendC::Sub(ChunkRanks(t0 / TILE), incl, e, int32_t(m));
+            chunkTotal[t0 / TILE] = Total(incl, m);
+            count += chunkTotal[t0 / TILE];
         }
         if (count != params.flagged) return ENEC_FRAME_CORRUPT;  // flag count differs from the header's
         const uint32_t low = params.low;
         LocalTensor<uint16_t> pair = pairBuf.Get<uint16_t>();
         LocalTensor<uint16_t> y = xBuf.Get<uint16_t>();
-        LocalTensor<uint16_t> high = levelBuf.Get<uint16_t>();
+        LocalTensor<uint16_t> high = Levels();
         uint32_t highCursor = 0;
         for (uint32_t start = 0; start < elements; start += TILE) {
             uint32_t len = min_u32(TILE, elements - start);
             unpack_range(layout.residual, start, len, pair, pair[TILE]);
             unpack_range(layout.planes[1], start, len, y, y);
             if (params.flagged != 0) {
-                GroupOffsets(start % groups, len, groups);
-                AscendC::Gather(Escapes(0).ReinterpretCast<uint16_t>(), flags, modBuf.Get<uint32_t>(), uint32_t(0),
-                                len);
-                uint32_t n = Ranks(0, len);
+                // A tile whose groups are one whole chunk of the flags (every tile of a frame of
+                // 2^14 or more elements: groups is then a multiple of TILE) takes the chunk's flags
+                // and ranks as they are; any other gathers its flags and counts them.
+                const uint32_t t0 = start % groups;
+                const bool chunk = t0 % TILE == 0 && len == min_u32(TILE, groups - t0);
+                LocalTensor<int16_t> esc = Escapes(0), ranks = RanksOf(0);
+                uint32_t n = 0;
+                if (chunk) {
+                    esc = flags[t0].ReinterpretCast<int16_t>();
+                    ranks = ChunkRanks(t0 / TILE);
+                    n = chunkTotal[t0 / TILE];
+                } else {
+                    GroupOffsets(t0, len, groups);
+                    AscendC::Gather(esc.ReinterpretCast<uint16_t>(), flags, modBuf.Get<uint32_t>(), uint32_t(0), len);
+                    n = Ranks(0, len);
+                }
                 if (n > 0) {
                     if (highCursor + n > layout.planes[2].count) return ENEC_FRAME_CORRUPT;
                     unpack_range(layout.planes[2], highCursor, n, high, high);
-                    Expand(y, 0, len, high, low);
+                    Expand(y, esc, ranks, len, high, low);
                     highCursor += n;
                 }
             }
@@ -333,12 +374,28 @@ private:
     }
 
     // The escape (or flag) lanes of level j, and their exclusive prefix sums.
-    __aicore__ inline LocalTensor<int16_t> Escapes(uint32_t j) { return escBuf.Get<int16_t>()[j * TILE]; }
+    static constexpr uint32_t ESC_LEAD = 16;
+    __aicore__ inline LocalTensor<int16_t> EscapesLed(uint32_t j) {
+        return escBuf.Get<int16_t>()[j * (ESC_LEAD + TILE)];
+    }
+    __aicore__ inline LocalTensor<int16_t> Escapes(uint32_t j) { return EscapesLed(j)[ESC_LEAD]; }
     __aicore__ inline LocalTensor<int16_t> RanksOf(uint32_t j) { return rankBuf.Get<int16_t>()[j * TILE]; }
+
+    // The lanes of the ranked levels and the groups high bits, behind the symbol table.
+    static constexpr uint32_t LEVELS_AT = TABLE_SLOTS;
+    __aicore__ inline LocalTensor<uint16_t> Levels() { return tableBuf.Get<uint16_t>()[LEVELS_AT]; }
+
+    // The exclusive prefix sums of chunk c (flags [c * TILE, (c + 1) * TILE)) of the group flags,
+    // kept for the frame in lanes DecodeGroups leaves alone (levels 1 and 2 of rankBuf and escBuf:
+    // MAX_GROUPS / TILE = 4 chunks).
+    __aicore__ inline LocalTensor<int16_t> ChunkRanks(uint32_t c) {
+        return c < 2 ? RanksOf(1 + c) : Escapes(c - 1);
+    }
+    static_assert(MAX_GROUPS <= 2 * (MAX_LEVELS - 1) * TILE, "ChunkRanks holds every chunk of the flags");
 
     // Prefix sums of Escapes(j)[0..n): the exclusive ones into RanksOf(j); returns the total.
     __aicore__ inline uint32_t Ranks(uint32_t j, uint32_t n) {
-        LocalTensor<int16_t> incl = scan.inclusive(Escapes(j), n);
+        LocalTensor<int16_t> incl = scan.inclusive_led(EscapesLed(j), ESC_LEAD, n);
         AscendC::Sub(RanksOf(j), incl, Escapes(j), int32_t(n));
         return Total(incl, n);
     }
@@ -348,25 +405,20 @@ private:
         return uint32_t(incl.GetValue(n - 1));
     }
 
-    // For the lanes q < n with Escapes(j)[q] = 1: the next entry of `next` (at RanksOf(j)[q]),
-    // shifted left by `shift`, replaces v[q] (shift 0) or is ORed into it (shift > 0, the groups
-    // high bits). A Gather by rank, then masks from the escape lanes (0 - e: all ones or zero).
-    __aicore__ inline void Expand(const LocalTensor<uint16_t>& v, uint32_t j, uint32_t n,
-                                  const LocalTensor<uint16_t>& next, uint32_t shift) {
+    // For the lanes q < n with esc[q] = 1: the next entry of `next` (at ranks[q]), shifted left
+    // by `shift`, is ORed into v[q] (the groups high bits). A Gather by rank, then a mask from the
+    // escape lanes (0 - e: all ones or zero).
+    __aicore__ inline void Expand(const LocalTensor<uint16_t>& v, const LocalTensor<int16_t>& esc,
+                                  const LocalTensor<int16_t>& ranks, uint32_t n, const LocalTensor<uint16_t>& next,
+                                  uint32_t shift) {
         LocalTensor<uint16_t> got = spanBuf.Get<uint16_t>();
         LocalTensor<int16_t> mask = modBuf.Get<int16_t>();
         LocalTensor<int16_t> zeros = wideBuf.Get<int16_t>()[TILE];
-        lookup(got, RanksOf(j).ReinterpretCast<uint16_t>(), n, 0, next, wideBuf.Get<uint16_t>(),
+        lookup(got, ranks.ReinterpretCast<uint16_t>(), n, 0, next, wideBuf.Get<uint16_t>(),
                offsBuf.Get<uint32_t>(), ilv);
-        AscendC::Sub(mask, zeros, Escapes(j), int32_t(n));
+        AscendC::Sub(mask, zeros, esc, int32_t(n));
         LocalTensor<uint16_t> m = mask.ReinterpretCast<uint16_t>();
-        if (shift > 0) {
-            AscendC::ShiftLeft(got, got, uint16_t(shift), int32_t(n));
-        } else {
-            LocalTensor<int16_t> keep = mask[TILE];
-            AscendC::Adds(keep, Escapes(j), int16_t(-1), int32_t(n));
-            AscendC::And(v, v, keep.ReinterpretCast<uint16_t>(), int32_t(n));
-        }
+        if (shift > 0) AscendC::ShiftLeft(got, got, uint16_t(shift), int32_t(n));
         AscendC::And(got, got, m, int32_t(n));
         AscendC::Or(v, v, got, int32_t(n));
     }
@@ -592,8 +644,8 @@ private:
     AscendC::TQue<TPosition::VECIN, BUFFER_NUM> inQue;
     AscendC::TQue<TPosition::VECOUT, BUFFER_NUM> outQue;
     AscendC::TQue<TPosition::VECIN, 1> cacheQue;  // the frame (CACHE_BYTES), or a stored frame's tile
-    AscendC::TBuf<TPosition::VECCALC> tableBuf, pairBuf, xBuf, wideBuf, levelBuf, spanBuf, offsBuf, wordBuf, ilvBuf,
-        flagBuf, escBuf, rankBuf, scanBuf, scanOffsBuf, iotaBuf, modBuf, h32Buf, gatherBuf,
+    AscendC::TBuf<TPosition::VECCALC> tableBuf, pairBuf, xBuf, wideBuf, spanBuf, offsBuf, wordBuf, ilvBuf,
+        flagBuf, escBuf, rankBuf, scanBuf, iotaBuf, modBuf, h32Buf, h32BlockBuf, gatherBuf,
         laneBytesBuf;
     // Filled by DataCopy (GM -> VECIN) / copied out by DataCopyPad (VECOUT -> GM).
     AscendC::TBuf<TPosition::VECIN> headerBuf;
@@ -606,6 +658,7 @@ private:
     bool cached = false;          // the whole frame is in the cache
     static constexpr uint32_t NOT_CACHED = 0xFFFFFFFFu;
     uint32_t cacheAt[MAX_LEVELS + 2][5];
+    uint32_t chunkTotal[MAX_GROUPS / TILE];  // flags set in chunk c (ChunkRanks)
     GlobalTensor<uint64_t> offsetsGm;
     GlobalTensor<uint32_t> statusGm;
     EnecDecodeTiling tiling;

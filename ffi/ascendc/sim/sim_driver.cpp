@@ -15,6 +15,9 @@
 //   ascendc-sim: stats <decode|encode> elements N stream_bytes S tiles T hazards H r1 .. r2 .. r3 .. vector_instr .. vector_repeats ..
 //   dma_ops .. dma_bytes .. dma_in_bytes .. scalar_ub .. scalar_gm .. scalar_ops .. pipe_all .. flag_pairs .. vector_with_copy_in ..
 //   vector_with_copy_out .. ub_peak ..
+// With ENEC_SIM_BREAKDOWN=FILE it also appends to FILE the vector instructions, repeats and
+// cycles (10 per instruction + 1 per repeat, check.sh's constants) per element of each
+// instruction kind: where the vector cycles go.
 //
 // Build (what tests/ascendc.rs does):
 //   c++ -std=c++17 -O2 -I ffi/ascendc/sim -I ffi/ascendc/kernel ffi/ascendc/sim/sim_driver.cpp -o sim_driver
@@ -67,6 +70,16 @@ int report(const char* what, uint64_t elements, uint32_t frameLog2, uint64_t str
                  (unsigned long long)s.scalar_ub, (unsigned long long)s.scalar_gm, (unsigned long long)s.scalar_ops, (unsigned long long)s.pipe_all,
                  (unsigned long long)s.flag_pairs, (unsigned long long)s.vector_with_copy_in,
                  (unsigned long long)s.vector_with_copy_out, ascendc_sim::world().ub_peak);
+    if (const char* path = std::getenv("ENEC_SIM_BREAKDOWN")) {  // vector instructions per kind
+        if (FILE* f = std::fopen(path, "a")) {
+            std::fprintf(f, "%s elements %llu\n", what, (unsigned long long)elements);
+            for (const auto& [name, k] : s.by_kind)
+                std::fprintf(f, "  %-28s instr/elem %.4f repeats/elem %.4f cycles/elem %.3f\n", name.c_str(),
+                             double(k.first) / elements, double(k.second) / elements,
+                             (10.0 * k.first + k.second) / elements);
+            std::fclose(f);
+        }
+    }
     const char* policy = std::getenv("ENEC_SIM_HAZARDS");
     if (s.hazards > 0 && !(policy && std::string(policy) == "report")) {
         std::fprintf(stderr, "ascendc-sim: %s: %llu hazards (rules R1-R3): failing\n", what,

@@ -53,7 +53,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -114,6 +116,10 @@ struct Stats {
     uint64_t vector_with_copy_in = 0, vector_with_copy_out = 0;
     uint64_t hazards = 0;
     uint64_t by_rule[4] = {0, 0, 0, 0};  // hazards of R1, R2, R3 (index = rule number)
+    // Vector instructions and repeats per instruction name (the cost breakdown; sim_driver
+    // writes it to the file ENEC_SIM_BREAKDOWN names).
+    std::map<std::string, std::pair<uint64_t, uint64_t>> by_kind;
+    std::string last_vector;
 };
 inline Stats& stats() {
     static Stats s;
@@ -380,6 +386,7 @@ inline void instr(int u, const char* what, std::initializer_list<Access> ops) {
     uint32_t stamp = ++c.clk[u].c[u];
     const Clock& mine = c.clk[u];
     if (u == U_V) {
+        stats().last_vector = what;
         stats().vector_with_copy_in += mine.c[U_MTE2] < c.clk[U_MTE2].c[U_MTE2];
         stats().vector_with_copy_out += mine.c[U_MTE3] < c.clk[U_MTE3].c[U_MTE3];
     }
@@ -629,6 +636,9 @@ inline void wait_flag(int src, int dst, int32_t id) {
 inline void count_vector(uint64_t bytes) {
     stats().vector_instr++;
     stats().vector_repeats += (bytes + 255) / 256;
+    auto& k = stats().by_kind[stats().last_vector];
+    k.first++;
+    k.second += (bytes + 255) / 256;
 }
 
 inline void count_dma(uint64_t bytes, bool in) {
