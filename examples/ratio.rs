@@ -1,6 +1,6 @@
 //! Compresses a raw little-endian array and reports ratio, codings and a verified round trip.
 //!
-//! usage: cargo run --release --example ratio -- FILE bf16|fp16|fp32 [auto|groups|ranked] [FRAME_LEN]
+//! usage: cargo run --release --example ratio -- FILE bf16|fp16|fp32|e4m3|e5m2 [auto|groups|ranked] [FRAME_LEN]
 
 use std::time::Instant;
 
@@ -9,13 +9,12 @@ use enec::{decode, encode, frames, max_encoded_size, Coding, Dtype, EncodeOption
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [path, dtype, rest @ ..] = args.as_slice() else {
-        return Err("usage: ratio FILE bf16|fp16|fp32 [auto|groups|ranked] [FRAME_LEN]".into());
+        return Err(
+            "usage: ratio FILE bf16|fp16|fp32|e4m3|e5m2 [auto|groups|ranked] [FRAME_LEN]".into(),
+        );
     };
-    let dtype = match dtype.as_str() {
-        "bf16" => Dtype::Bf16,
-        "fp16" => Dtype::Fp16,
-        "fp32" => Dtype::Fp32,
-        other => return Err(format!("unknown dtype {other}").into()),
+    let Some(dtype) = Dtype::ALL.into_iter().find(|d| d.name() == dtype) else {
+        return Err(format!("unknown dtype {dtype}").into());
     };
     let coding = match rest.first().map(String::as_str) {
         None | Some("auto") => Coding::Auto,

@@ -1,7 +1,7 @@
 //! Single-thread throughput of encode and decode next to a memcpy of the same bytes, in one
 //! process (compare the ratios, not absolute numbers across runs).
 //!
-//! usage: cargo run --release --example speed -- FILE bf16|fp16|fp32 [auto|groups|ranked] [REPEATS]
+//! usage: cargo run --release --example speed -- FILE bf16|fp16|fp32|e4m3|e5m2 [auto|groups|ranked] [REPEATS]
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -21,12 +21,12 @@ fn best_of(repeats: usize, mut f: impl FnMut()) -> f64 {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [path, dtype, rest @ ..] = args.as_slice() else {
-        return Err("usage: speed FILE bf16|fp16|fp32 [auto|groups|ranked] [REPEATS]".into());
+        return Err(
+            "usage: speed FILE bf16|fp16|fp32|e4m3|e5m2 [auto|groups|ranked] [REPEATS]".into(),
+        );
     };
-    let dtype = match dtype.as_str() {
-        "bf16" => Dtype::Bf16,
-        "fp16" => Dtype::Fp16,
-        _ => Dtype::Fp32,
+    let Some(dtype) = Dtype::ALL.into_iter().find(|d| d.name() == dtype) else {
+        return Err(format!("unknown dtype {dtype}").into());
     };
     let coding = match rest.first().map(String::as_str) {
         Some("groups") => Coding::Groups,

@@ -1,6 +1,6 @@
 //! # enec: lossless compression of AI model weights
 //!
-//! bf16, fp16 and fp32 tensors are cut into frames; in each frame the exponents (where the
+//! bf16, fp16, fp32 and FP8 (e4m3, e5m2) tensors are cut into frames; in each frame the exponents (where the
 //! redundancy of float weights lives) are coded with fixed-length bit planes, and the sign and
 //! mantissa bits are stored as they are. Decoding is a handful of shifts, masks, one prefix count
 //! and a table lookup per element: branch-free enough to vectorize on a CPU and to run as an

@@ -34,6 +34,10 @@ fn real(dtype: Dtype, at: usize, n: usize) -> Vec<u8> {
             .flat_map(|v| f16::from_f32(v).to_le_bytes())
             .collect(),
         Dtype::Fp32 => values.flat_map(|v| v.to_le_bytes()).collect(),
+        // Scaled as a per-tensor FP8 scale would (the weights' largest magnitudes are near 7).
+        Dtype::E4m3 | Dtype::E5m2 => values
+            .map(|v| common::fp8(dtype, f64::from(v) * 64.0))
+            .collect(),
     }
 }
 
@@ -329,6 +333,48 @@ fn fp32_checksums_on() {
     run(Dtype::Fp32, true);
 }
 
+#[cfg(feature = "fp8")]
+#[test]
+fn e4m3_checksums_on() {
+    run(Dtype::E4m3, true);
+}
+
+#[cfg(feature = "fp8")]
+#[test]
+fn e5m2_checksums_on() {
+    run(Dtype::E5m2, true);
+}
+
+#[cfg(feature = "fp8")]
+#[test]
+fn e5m2_checksums_off_never_panics() {
+    run(Dtype::E5m2, false);
+}
+
+/// An FP8 stream whose header claims minor version 0 (which had no FP8 dtypes) is refused, with a
+/// valid header check, so that only the version rule can refuse it.
+#[cfg(feature = "fp8")]
+#[test]
+fn fp8_stream_of_minor_version_0_is_refused() {
+    for dtype in [Dtype::E4m3, Dtype::E5m2] {
+        let mut stream = encode_vec(
+            &options(dtype, Coding::Ranked, true, 10),
+            &real(dtype, 0, 3000),
+        );
+        assert_eq!(stream[5], 1, "FP8 streams carry minor version 1");
+        stream[5] = 0;
+        let check = enec::checksum::h32(&stream[..28]);
+        stream[28..32].copy_from_slice(&check.to_le_bytes());
+        let mut out = vec![0u8; 3000];
+        assert_eq!(
+            decode(&stream, &mut out),
+            Err(enec::Error::CorruptHeader(
+                "dtype is newer than the stream's minor version"
+            ))
+        );
+    }
+}
+
 #[test]
 fn bf16_checksums_off_never_panics() {
     run(Dtype::Bf16, false);
@@ -443,4 +489,25 @@ fn small_streams_sampled() {
             }
         }
     }
+}
+
+/// Without the feature `fp8`, FP8 streams are an unsupported dtype, and encoding FP8 is refused
+/// the same way.
+#[cfg(not(feature = "fp8"))]
+#[test]
+fn fp8_is_unsupported_without_its_feature() {
+    let mut header = [0u8; 32];
+    header[..8].copy_from_slice(&[b'E', b'N', b'E', b'C', 1, 1, 4, 10]);
+    let check = enec::checksum::h32(&header[..28]);
+    header[28..].copy_from_slice(&check.to_le_bytes());
+    assert_eq!(
+        decode(&header, &mut []),
+        Err(enec::Error::UnsupportedDtype(4))
+    );
+    let options = EncodeOptions::new(Dtype::E5m2);
+    let mut out = vec![0u8; 4096];
+    assert_eq!(
+        encode(&options, &[0x38; 1024], &mut out),
+        Err(enec::Error::UnsupportedDtype(5))
+    );
 }

@@ -2,6 +2,8 @@
 //! x86_64, NEON on aarch64) and the baseline compilation write identical bytes and decode
 //! identically.
 
+mod common;
+
 use enec::frame::{decode_frame, encode_frame, max_frame_bytes};
 use enec::{decode_frame_portable, encode_frame_portable, Coding, Dtype};
 
@@ -22,6 +24,10 @@ fn inputs(dtype: Dtype) -> Vec<Vec<u8>> {
             .flat_map(|&x| half::f16::from_f32(x).to_le_bytes())
             .collect(),
         Dtype::Fp32 => SLICE[..4 * 70_000].to_vec(),
+        Dtype::E4m3 | Dtype::E5m2 => w
+            .iter()
+            .map(|&x| common::fp8(dtype, f64::from(x) * 64.0))
+            .collect(),
     };
     let mut seed = 0x2545_F491_4F6C_DD1Du64;
     let random: Vec<u8> = (0..40_000)

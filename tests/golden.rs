@@ -1,10 +1,13 @@
-//! Golden files of format version 1 (`tests/golden/v1/`): streams that every later enec release
-//! must keep decoding, byte for byte, and that this encoder must keep writing.
+//! Golden files of format version 1.0 (`tests/golden/v1/`) and 1.1 (`tests/golden/v1.1/`, the FP8
+//! dtypes): streams that every later enec release must keep decoding, byte for byte, and that this
+//! encoder must keep writing.
 //!
 //! Each case is `NAME.enec` (the stream) and `NAME.bin` (the decoded bytes); `MANIFEST.tsv` lists
 //! the options and the sha256 of the decoded bytes for other implementations. Golden files are
 //! never edited: a format change adds `tests/golden/v2/` (FORMAT.md section 8). To create the
 //! files of a new version directory, run with `ENEC_WRITE_GOLDEN=1` (existing files are kept).
+
+mod common;
 
 use std::path::{Path, PathBuf};
 
@@ -44,7 +47,25 @@ fn specials_bf16() -> Vec<bf16> {
     v.into_iter().map(bf16::from_bits).collect()
 }
 
-fn cases() -> Vec<Case> {
+/// 1,024-element frames, checksums on, `coding`.
+fn opt(dtype: Dtype, coding: Coding) -> EncodeOptions {
+    EncodeOptions::new(dtype)
+        .frame_len(1024)
+        .unwrap()
+        .coding(coding)
+}
+
+/// The version directories and their cases (version 1.1's FP8 streams where this build codes
+/// FP8).
+fn versions() -> Vec<(&'static str, Vec<Case>)> {
+    let mut versions = vec![("v1", cases_v1())];
+    if cfg!(feature = "fp8") {
+        versions.push(("v1.1", cases_v1_1()));
+    }
+    versions
+}
+
+fn cases_v1() -> Vec<Case> {
     let w = slice_f32(2500);
     let bf: Vec<bf16> = w.iter().map(|&x| bf16::from_f32(x)).collect();
     let hf: Vec<f16> = w.iter().map(|&x| f16::from_f32(x)).collect();
@@ -52,12 +73,6 @@ fn cases() -> Vec<Case> {
     let mut seed = 0x9E37_79B9_7F4A_7C15;
     let random: Vec<u8> = (0..3000).map(|_| xorshift(&mut seed) as u8).collect();
     let bytes = |s: &[u8]| s.to_vec();
-    let opt = |dtype, coding| {
-        EncodeOptions::new(dtype)
-            .frame_len(1024)
-            .unwrap()
-            .coding(coding)
-    };
     vec![
         Case {
             name: "bf16_ranked",
@@ -127,8 +142,92 @@ fn cases() -> Vec<Case> {
     ]
 }
 
-fn dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/v1")
+/// The FP8 bytes of `w` with one scale for all (`amax / largest finite FP8`), as FP8
+/// checkpoints quantize a tensor.
+fn fp8_scaled(dtype: Dtype, w: &[f32]) -> Vec<u8> {
+    let fmax = if dtype == Dtype::E4m3 { 448.0 } else { 57344.0 };
+    let amax = w.iter().fold(0f32, |m, x| m.max(x.abs()));
+    let scale = f64::from(amax / fmax);
+    w.iter()
+        .map(|&x| common::fp8(dtype, f64::from(x) / scale))
+        .collect()
+}
+
+/// FP8 special bytes: +-0, NaN (e4m3fn's only non-finite), infinities and NaNs of e5m2, the
+/// largest finite values, subnormals, then an all-zero frame, a constant frame and random bytes.
+fn specials_fp8() -> Vec<u8> {
+    let mut v = vec![
+        0x00, 0x80, 0x7F, 0xFF, 0x7C, 0xFC, 0x7E, 0xFE, 0x01, 0x81, 0x07, 0x08,
+    ];
+    v.extend(std::iter::repeat_n(0u8, 1024));
+    v.extend(std::iter::repeat_n(0x38u8, 1024));
+    let mut seed = 11;
+    v.extend((0..500).map(|_| xorshift(&mut seed) as u8));
+    v
+}
+
+fn cases_v1_1() -> Vec<Case> {
+    let w = slice_f32(2500);
+    let e4 = fp8_scaled(Dtype::E4m3, &w);
+    let e5 = fp8_scaled(Dtype::E5m2, &w);
+    let mut seed = 0x2545_F491_4F6C_DD1D;
+    let random: Vec<u8> = (0..3000).map(|_| xorshift(&mut seed) as u8).collect();
+    vec![
+        Case {
+            name: "e4m3_ranked",
+            options: opt(Dtype::E4m3, Coding::Ranked),
+            input: e4.clone(),
+        },
+        Case {
+            name: "e4m3_groups",
+            options: opt(Dtype::E4m3, Coding::Groups),
+            input: e4.clone(),
+        },
+        Case {
+            name: "e5m2_ranked",
+            options: opt(Dtype::E5m2, Coding::Ranked),
+            input: e5.clone(),
+        },
+        Case {
+            name: "e5m2_groups",
+            options: opt(Dtype::E5m2, Coding::Groups),
+            input: e5.clone(),
+        },
+        Case {
+            name: "e4m3_specials_auto",
+            options: opt(Dtype::E4m3, Coding::Auto),
+            input: specials_fp8(),
+        },
+        Case {
+            name: "e5m2_specials_groups",
+            options: opt(Dtype::E5m2, Coding::Groups),
+            input: specials_fp8(),
+        },
+        Case {
+            name: "e5m2_random_stored",
+            options: opt(Dtype::E5m2, Coding::Auto),
+            input: random,
+        },
+        Case {
+            name: "e4m3_no_checksum_frame65536",
+            options: EncodeOptions::new(Dtype::E4m3)
+                .frame_len(65536)
+                .unwrap()
+                .checksums(false),
+            input: e4,
+        },
+        Case {
+            name: "e5m2_empty",
+            options: EncodeOptions::new(Dtype::E5m2),
+            input: Vec::new(),
+        },
+    ]
+}
+
+fn dir(version: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(version)
 }
 
 fn encode_case(case: &Case) -> Vec<u8> {
@@ -139,8 +238,14 @@ fn encode_case(case: &Case) -> Vec<u8> {
 }
 
 #[test]
-fn golden_v1_streams_decode() {
-    let entries: Vec<_> = std::fs::read_dir(dir())
+fn golden_streams_decode() {
+    for (version, cases) in versions() {
+        golden_streams_of(version, cases.len());
+    }
+}
+
+fn golden_streams_of(version: &str, cases: usize) {
+    let entries: Vec<_> = std::fs::read_dir(dir(version))
         .unwrap()
         .filter_map(|e| e.ok())
         .collect();
@@ -163,22 +268,32 @@ fn golden_v1_streams_decode() {
         decoded += 1;
     }
     assert!(
-        decoded >= cases().len(),
-        "only {decoded} golden streams found"
+        decoded >= cases,
+        "{version}: only {decoded} golden streams found"
     );
 }
 
 #[test]
-fn encoder_still_writes_golden_v1_bytes() {
+fn encoder_still_writes_golden_bytes() {
+    for (version, cases) in versions() {
+        encoder_writes(version, cases);
+    }
+}
+
+fn encoder_writes(version: &str, cases: Vec<Case>) {
+    let dir = dir(version);
     let write = std::env::var_os("ENEC_WRITE_GOLDEN").is_some();
+    if write {
+        std::fs::create_dir_all(&dir).unwrap();
+    }
     let mut manifest = String::from(
         "name\tdtype\tframe_len\tcoding\tchecksums\telements\tstream_bytes\tframe_codings\n",
     );
-    for case in cases() {
+    for case in cases {
         let stream = encode_case(&case);
         let (enec_path, bin_path) = (
-            dir().join(format!("{}.enec", case.name)),
-            dir().join(format!("{}.bin", case.name)),
+            dir.join(format!("{}.enec", case.name)),
+            dir.join(format!("{}.bin", case.name)),
         );
         if write && !enec_path.exists() {
             std::fs::write(&enec_path, &stream).unwrap();
@@ -219,7 +334,7 @@ fn encoder_still_writes_golden_v1_bytes() {
     }
     // The manifest's last column (sha256 of NAME.bin) is added with `sha256sum` when a version
     // directory is created.
-    if write && !dir().join("MANIFEST.tsv").exists() {
-        std::fs::write(dir().join("MANIFEST.tsv"), manifest).unwrap();
+    if write && !dir.join("MANIFEST.tsv").exists() {
+        std::fs::write(dir.join("MANIFEST.tsv"), manifest).unwrap();
     }
 }

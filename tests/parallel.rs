@@ -2,6 +2,8 @@
 //! MiniLM slice, tests/data/README.md), and the same errors on corrupt streams and containers.
 #![cfg(feature = "std")]
 
+mod common;
+
 use enec::container::{Container, ContainerError, PieceKind, PieceMeta, Writer};
 use enec::wrapped::piece_checksum;
 use enec::{decode, encode_to_vec, parallel, Coding, Dtype, EncodeOptions, Error};
@@ -23,6 +25,9 @@ fn slice(dtype: Dtype) -> Vec<u8> {
             .collect(),
         Dtype::Fp16 => values
             .flat_map(|v| f16::from_f32(v).to_le_bytes())
+            .collect(),
+        Dtype::E4m3 | Dtype::E5m2 => values
+            .map(|v| common::fp8(dtype, f64::from(v) * 64.0))
             .collect(),
     }
 }

@@ -2,6 +2,8 @@
 //! derived with round-to-nearest-even. Every coding round-trips byte-identically and keeps the
 //! compression ratio (input bytes / stream bytes) above a floor measured on this slice.
 
+mod common;
+
 use enec::{decode, encode, frames, max_encoded_size, read_header, Coding, Dtype, EncodeOptions};
 use half::{bf16, f16};
 
@@ -30,6 +32,10 @@ fn input(dtype: Dtype) -> Vec<u8> {
         Dtype::Fp16 => values
             .iter()
             .flat_map(|&v| f16::from_f32(v).to_le_bytes())
+            .collect(),
+        Dtype::E4m3 | Dtype::E5m2 => values
+            .iter()
+            .map(|&v| common::fp8(dtype, f64::from(v) * 64.0))
             .collect(),
     }
 }

@@ -48,6 +48,7 @@ fn from_f32(dtype: Dtype, v: f32) -> u32 {
         Dtype::Bf16 => u32::from(bf16::from_f32(v).to_bits()),
         Dtype::Fp16 => u32::from(f16::from_f32(v).to_bits()),
         Dtype::Fp32 => v.to_bits(),
+        Dtype::E4m3 | Dtype::E5m2 => u32::from(common::fp8(dtype, f64::from(v) * 64.0)),
     }
 }
 
@@ -205,7 +206,7 @@ fn check_roundtrip(options: &EncodeOptions, input: &[u8]) -> Vec<u8> {
     assert_eq!(info.frame_count as usize, frame_count);
     assert_eq!(info.frame_log2, options.frame_log2);
     assert_eq!(info.checksums, options.checksums);
-    assert_eq!(info.version, (1, 0));
+    assert_eq!(info.version, (1, dtype.version_minor()));
     assert_eq!(info.decoded_bytes(), input.len() as u64);
     assert_eq!(&stream[..4], b"ENEC");
     assert_eq!(stream[6], dtype.code());

@@ -74,6 +74,9 @@ fn f32_bits(dtype: Dtype, v: f32, dead: bool) -> u64 {
             };
             u64::from(b)
         }
+        Dtype::E4m3 | Dtype::E5m2 => {
+            u64::from(common::fp8(dtype, f64::from(v) * 64.0) & if dead { 0xFE } else { 0xFF })
+        }
     }
 }
 

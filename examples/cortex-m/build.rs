@@ -118,6 +118,7 @@ fn to_dtype(weights: &[f32], dtype: Dtype) -> Vec<u8> {
             .flat_map(|&w| half::f16::from_f32(w).to_le_bytes())
             .collect(),
         Dtype::Fp32 => weights.iter().flat_map(|w| w.to_le_bytes()).collect(),
+        Dtype::E4m3 | Dtype::E5m2 => unreachable!("the firmware carries bf16, fp16 and fp32"),
     }
 }
 

@@ -111,6 +111,10 @@ typedef enum EnecDtype {
   ENEC_DTYPE_BF16 = 1,
   ENEC_DTYPE_FP16 = 2,
   ENEC_DTYPE_FP32 = 3,
+  // OCP float8 e4m3fn (format version 1.1).
+  ENEC_DTYPE_E4M3 = 4,
+  // OCP float8 e5m2 (format version 1.1).
+  ENEC_DTYPE_E5M2 = 5,
 } EnecDtype;
 
 // Exponent coding the encoder uses.

@@ -228,8 +228,8 @@ fn stream(mut cfg: Bytes, knob: u8) {
     let raw = cfg.rest();
 
     // The same options in Rust, where they are valid.
-    let rust_options = (1..=3).contains(&options.dtype).then_some(()).and_then(|()| {
-        let dtype = [enec::Dtype::Bf16, enec::Dtype::Fp16, enec::Dtype::Fp32][options.dtype as usize - 1];
+    let rust_options = (1..=5).contains(&options.dtype).then_some(()).and_then(|()| {
+        let dtype = enec::Dtype::ALL[options.dtype as usize - 1];
         let coding = [enec::Coding::Auto, enec::Coding::Groups, enec::Coding::Ranked]
             .get(options.coding as usize)?;
         enec::EncodeOptions::new(dtype)

@@ -76,12 +76,12 @@ fuzz_target!(|input: &[u8]| {
         let defaults = enec_options_default(dtype);
         let mut size = 7usize;
         let s = enec_max_encoded_size(&defaults, 64, &mut size);
-        assert_eq!(s == EnecStatus::Ok, (1..=3).contains(&dtype), "default options of dtype {dtype}: {s:?}");
+        assert_eq!(s == EnecStatus::Ok, (1..=5).contains(&dtype), "default options of dtype {dtype}: {s:?}");
     }
 
-    let index = (dtype % 3) as usize;
-    let options = enec_options_default(1 + dtype % 3);
-    let eb = [2usize, 2, 4][index];
+    let index = (dtype % 5) as usize;
+    let options = enec_options_default(1 + dtype % 5);
+    let eb = [2usize, 2, 4, 1, 1][index];
     let elements = &data[..data.len() / eb * eb];
     unsafe { stream(&nulls, shift, &options, elements) };
     unsafe { container(&nulls, shift, elements, index) };
@@ -211,8 +211,8 @@ unsafe fn container(n: &Nulls, shift: usize, data: &[u8], index: usize) {
     let mut plen = 0usize;
     let s = enec_encode(&options, data.as_ptr(), data.len(), payload.as_mut_ptr(), cap, &mut plen, ptr::null_mut());
     assert_eq!(s, EnecStatus::Ok);
-    let dname = ["BF16", "F16", "F32"][index];
-    let eb = [2u64, 2, 4][index];
+    let dname = ["BF16", "F16", "F32", "F8_E4M3", "F8_E5M2"][index];
+    let eb = [2u64, 2, 4, 1, 1][index];
     let mut file = Vec::new();
     let mut w = Writer::new(&mut file).unwrap();
     w.begin().unwrap();

@@ -51,6 +51,11 @@ fuzz_target!(|input: &[u8]| {
             let o = EncodeOptions { dtype: Dtype::Bf16, ..options };
             enec::encode_f32(o, &v, &mut out)
         }
+        // No typed encoder: FP8 has no Rust element type.
+        Dtype::E4m3 | Dtype::E5m2 => {
+            decode_all(&expected);
+            return;
+        }
     };
     assert_eq!(r, Ok(n), "typed encoder and encode() disagree");
     assert_eq!(enec::encode_to_vec(&options, data).as_deref(), Ok(&expected[..]), "encode_to_vec differs");
@@ -72,7 +77,7 @@ fn decode_all(stream: &[u8]) {
             Err(e) => assert_eq!(expected, Err(e), "decode_to_vec and decode disagree"),
         }
     }
-    for dtype in Dtype::ALL {
+    for dtype in [Dtype::Bf16, Dtype::Fp16, Dtype::Fp32] {
         let want = match header {
             Err(e) => Err(e),
             Ok(i) if i.dtype != dtype => Err(Error::DtypeMismatch { stream: i.dtype, requested: dtype }),
@@ -92,6 +97,7 @@ fn decode_all(stream: &[u8]) {
                 let mut v = vec![0f32; elements];
                 (enec::decode_f32(stream, &mut v), v.iter().flat_map(|x| x.to_le_bytes()).collect())
             }
+            Dtype::E4m3 | Dtype::E5m2 => unreachable!("no typed API"),
         };
         assert_eq!(r, want, "decode_{dtype:?} and decode disagree");
         if let Ok(n) = r {

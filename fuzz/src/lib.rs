@@ -93,7 +93,7 @@ impl<'a> Bytes<'a> {
 
 /// Dtype from a byte.
 pub fn dtype_of(b: u8) -> Dtype {
-    Dtype::ALL[usize::from(b) % 3]
+    Dtype::ALL[usize::from(b) % Dtype::ALL.len()]
 }
 
 /// Coding from a byte.

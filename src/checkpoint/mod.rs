@@ -349,8 +349,8 @@ pub fn write_piece<W: Write>(
 }
 
 /// Writes the container (FORMAT.md section 9) of the file `data`, cut into `pieces`
-/// ([`plan_file`]), to `out`, on `threads` threads (0: all cores): its tensors of BF16, F16
-/// and F32 as enec streams, every other byte verbatim. Calls `done` with each part of `data`
+/// ([`plan_file`]), to `out`, on `threads` threads (0: all cores): its tensors of BF16, F16,
+/// F32, F8_E4M3 and F8_E5M2 as enec streams, every other byte verbatim. Calls `done` with each part of `data`
 /// once its output is written, in order (for progress, or to let go of the input's pages).
 /// Memory: at most 8 MiB of input in flight ([`parallel::encode_with`]), whatever the file's
 /// size.

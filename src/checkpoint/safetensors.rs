@@ -208,8 +208,8 @@ pub fn sort(tensors: &mut [Tensor]) {
 }
 
 /// Cuts a file of `len` bytes with these tensors (sorted, not overlapping) into pieces that
-/// cover it: the header, each tensor, and the gaps and trailing bytes. Non-empty BF16, F16 and
-/// F32 tensors become enec streams.
+/// cover it: the header, each tensor, and the gaps and trailing bytes. Non-empty tensors of a dtype
+/// enec codes (BF16, F16, F32, F8_E4M3, F8_E5M2) become enec streams.
 pub fn plan(len: u64, tensors: Vec<Tensor>) -> Vec<Piece> {
     let header_end = tensors.first().map_or(len, |t| t.start);
     let mut pieces = vec![Piece {

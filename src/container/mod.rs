@@ -205,23 +205,22 @@ pub enum PieceKind {
     Enec = 1,
 }
 
-/// The safetensors dtype name of an enec dtype (`BF16`, `F16`, `F32`).
+/// The safetensors dtype name of an enec dtype (`BF16`, `F16`, `F32`, `F8_E4M3`, `F8_E5M2`).
 pub const fn safetensors_dtype_name(dtype: Dtype) -> &'static str {
     match dtype {
         Dtype::Bf16 => "BF16",
         Dtype::Fp16 => "F16",
         Dtype::Fp32 => "F32",
+        Dtype::E4m3 => "F8_E4M3",
+        Dtype::E5m2 => "F8_E5M2",
     }
 }
 
-/// The enec dtype of a safetensors dtype name, if enec codes it.
+/// The enec dtype of a safetensors dtype name, if this build codes it.
 pub fn dtype_from_safetensors(name: &str) -> Option<Dtype> {
-    match name {
-        "BF16" => Some(Dtype::Bf16),
-        "F16" => Some(Dtype::Fp16),
-        "F32" => Some(Dtype::Fp32),
-        _ => None,
-    }
+    Dtype::ALL
+        .into_iter()
+        .find(|&d| safetensors_dtype_name(d) == name)
 }
 
 /// A tensor of at least this many bytes whose dtype enec codes is always stored as an enec
@@ -670,7 +669,7 @@ impl<'a> Index<'a> {
                         return Err(corrupt(i, "enec piece with a raw checksum"));
                     }
                     if dtype_from_safetensors(entry.dtype).is_none() {
-                        return Err(corrupt(i, "enec piece whose dtype is not BF16, F16 or F32"));
+                        return Err(corrupt(i, "enec piece whose dtype enec does not code"));
                     }
                 }
             }

@@ -4,8 +4,10 @@
 pub const MAGIC: [u8; 4] = *b"ENEC";
 /// Format version written by this crate.
 pub const VERSION_MAJOR: u8 = 1;
-/// Format minor version written by this crate.
-pub const VERSION_MINOR: u8 = 0;
+/// The newest format minor version this crate knows. A stream's header carries the minor version
+/// its dtype needs ([`crate::Dtype::version_minor`]), so streams of version 1.0's dtypes are
+/// written exactly as version 1.0 wrote them.
+pub const VERSION_MINOR: u8 = 1;
 /// Size of the stream header.
 pub const STREAM_HEADER_BYTES: usize = 32;
 /// Size of a frame header.

@@ -119,7 +119,7 @@ impl StreamInfo {
             checksums,
             element_count,
             frame_count,
-            version: (VERSION_MAJOR, VERSION_MINOR),
+            version: (VERSION_MAJOR, dtype.version_minor()),
         })
     }
 
@@ -147,7 +147,7 @@ impl StreamInfo {
         let mut b = [0u8; STREAM_HEADER_BYTES];
         b[0..4].copy_from_slice(&MAGIC);
         b[4] = VERSION_MAJOR;
-        b[5] = VERSION_MINOR;
+        b[5] = self.dtype.version_minor();
         b[6] = self.dtype.code();
         b[7] = self.frame_log2;
         b[8] = if self.checksums { FLAG_CHECKSUMS } else { 0 };
@@ -180,6 +180,11 @@ impl StreamInfo {
             return Err(Error::CorruptHeader("header check does not match"));
         }
         let dtype = Dtype::from_code(b[6]).ok_or(Error::UnsupportedDtype(b[6]))?;
+        if b[5] < dtype.version_minor() {
+            return Err(Error::CorruptHeader(
+                "dtype is newer than the stream's minor version",
+            ));
+        }
         let frame_log2 = b[7];
         if !(MIN_FRAME_LOG2..=MAX_FRAME_LOG2).contains(&frame_log2) {
             return Err(Error::CorruptHeader("frame length out of range"));

@@ -61,6 +61,9 @@ pub(crate) fn decode_frame_impl<I: Isa>(
     out: &mut [u8],
     stores: Stores,
 ) -> Result<usize> {
+    if !dtype.coded() {
+        return Err(Error::UnsupportedDtype(dtype.code()));
+    }
     let (header, layout) = check_frame_header(dtype, checksums, index, elements, frame)?;
     let corrupt = |reason| Error::CorruptFrame {
         frame: index,
@@ -92,12 +95,21 @@ pub(crate) fn decode_frame_impl<I: Isa>(
             }
             Ok(())
         }
-        // Residuals in the narrowest lanes that hold them: 16 bits for 2-byte elements.
+        // Residuals in the narrowest lanes that hold them: 8 bits for 1-byte elements, 16 for
+        // 2-byte ones.
+        #[cfg(feature = "fp8")]
+        (FrameParams::Ranked(r), 1) => {
+            read_ranked::<1, u8, I>(isa, frame, &fields, &r, &layout, out, hash, &ahead, stores)
+        }
         (FrameParams::Ranked(r), 2) => {
             read_ranked::<2, u16, I>(isa, frame, &fields, &r, &layout, out, hash, &ahead, stores)
         }
         (FrameParams::Ranked(r), _) => {
             read_ranked::<4, u32, I>(isa, frame, &fields, &r, &layout, out, hash, &ahead, stores)
+        }
+        #[cfg(feature = "fp8")]
+        (FrameParams::Groups(g), 1) => {
+            read_groups::<1, u8, I>(isa, frame, &fields, &g, &layout, out, hash, &ahead, stores)
         }
         (FrameParams::Groups(g), 2) => {
             read_groups::<2, u16, I>(isa, frame, &fields, &g, &layout, out, hash, &ahead, stores)

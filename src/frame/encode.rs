@@ -54,6 +54,9 @@ pub(crate) fn encode_frame_impl<I: Isa>(
 ) -> Result<usize> {
     let (c, e) = (coding, elements);
     match dtype.element_bytes() {
+        _ if !dtype.coded() => Err(Error::UnsupportedDtype(dtype.code())),
+        #[cfg(feature = "fp8")]
+        1 => encode_elements::<1, I>(isa, dtype, c, checksums, input, next, e, out),
         2 => encode_elements::<2, I>(isa, dtype, c, checksums, input, next, e, out),
         _ => encode_elements::<4, I>(isa, dtype, c, checksums, input, next, e, out),
     }
@@ -161,7 +164,9 @@ fn encode_elements<const B: usize, I: Isa>(
         }
         Plan::Ranked(r, ranking) => {
             let (f, a) = (&fields, &following);
-            if B == 2 {
+            if B == 1 {
+                write_ranked::<B, u8, I>(isa, input, elements, f, &r, ranking, &layout, a, out)
+            } else if B == 2 {
                 write_ranked::<B, u16, I>(isa, input, elements, f, &r, ranking, &layout, a, out)
             } else {
                 write_ranked::<B, u32, I>(isa, input, elements, f, &r, ranking, &layout, a, out)
@@ -169,7 +174,9 @@ fn encode_elements<const B: usize, I: Isa>(
         }
         Plan::Groups(g, ranges) => {
             let (f, a) = (&fields, &following);
-            if B == 2 {
+            if B == 1 {
+                write_groups::<B, u8, I>(isa, input, elements, f, &g, ranges, &layout, a, out)
+            } else if B == 2 {
                 write_groups::<B, u16, I>(isa, input, elements, f, &g, ranges, &layout, a, out)
             } else {
                 write_groups::<B, u32, I>(isa, input, elements, f, &g, ranges, &layout, a, out)

@@ -52,18 +52,18 @@ impl Fields {
     }
 }
 
-/// Reads element `i` of a little-endian array of `B`-byte elements (2 or 4).
+/// Reads element `i` of a little-endian array of `B`-byte elements (1, 2 or 4).
 #[inline(always)]
 pub fn load<const B: usize>(bytes: &[u8], i: usize) -> u32 {
     let b = &bytes[B * i..B * i + B];
-    if B == 2 {
-        u32::from(u16::from_le_bytes([b[0], b[1]]))
-    } else {
-        u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    match B {
+        1 => u32::from(b[0]),
+        2 => u32::from(u16::from_le_bytes([b[0], b[1]])),
+        _ => u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
     }
 }
 
-/// Writes element `i` of a little-endian array of `B`-byte elements (2 or 4).
+/// Writes element `i` of a little-endian array of `B`-byte elements (1, 2 or 4).
 #[inline(always)]
 pub fn store<const B: usize>(bytes: &mut [u8], i: usize, u: u32) {
     bytes[B * i..B * i + B].copy_from_slice(&u.to_le_bytes()[..B]);
@@ -75,6 +75,15 @@ pub fn store<const B: usize>(bytes: &mut [u8], i: usize, u: u32) {
 /// shift keeps the bits below 16 it needs), so the loop vectorizes twice as wide.
 #[inline(always)]
 pub fn merge_store<const B: usize, L: Lane>(fields: &Fields, x: &[u8], r: &[L], out: &mut [u8]) {
+    if B == 1 {
+        let (m, k, live) = (fields.m, fields.k, fields.m - fields.k);
+        let (top, low) = (fields.e + fields.m, ((1u32 << live) - 1) as u8);
+        for ((o, &x), &r) in out.iter_mut().zip(x).zip(r) {
+            let r = r.bits16(0) as u8;
+            *o = (r >> live) << top | x << m | (r & low) << k;
+        }
+        return;
+    }
     if B == 2 && !super::COMPACT {
         let (m, k, live) = (fields.m, fields.k, fields.m - fields.k);
         let (top, low) = (fields.e + fields.m, ((1u32 << live) - 1) as u16);
@@ -157,6 +166,13 @@ lane!(u8, u16, u32);
 /// The exponents of a run of little-endian `B`-byte elements (`input.len() == B * x.len()`).
 #[inline(always)]
 pub fn exponents<const B: usize>(fields: &Fields, input: &[u8], x: &mut [u8]) {
+    if B == 1 {
+        let (m, mask) = (fields.m, ((1u32 << fields.e) - 1) as u8);
+        for (x, &u) in x.iter_mut().zip(input) {
+            *x = u >> m & mask;
+        }
+        return;
+    }
     if B == 2 {
         // In 16-bit lanes: the exponent is below bit 16.
         let (m, mask) = (fields.m, ((1u32 << fields.e) - 1) as u16);
@@ -179,6 +195,19 @@ pub fn split_load<const B: usize, L: Lane>(
     x: &mut [u8],
     r: &mut [L],
 ) {
+    if B == 1 {
+        // In 8-bit lanes, as the 2-byte elements are in 16-bit ones.
+        let (m, k, live) = (fields.m, fields.k, fields.m - fields.k);
+        let (top, exponent) = (fields.e + fields.m, ((1u32 << fields.e) - 1) as u8);
+        let mantissa = ((1u32 << fields.m) - 1) as u8;
+        for (x, &u) in x.iter_mut().zip(input) {
+            *x = u >> m & exponent;
+        }
+        for (r, &u) in r.iter_mut().zip(input) {
+            *r = L::field(u16::from((u >> top) << live | (u & mantissa) >> k), 0);
+        }
+        return;
+    }
     if B == 2 {
         // [`Fields::split`] in 16-bit lanes: every part of a 2-byte element is below bit 16.
         let (m, k, live) = (fields.m, fields.k, fields.m - fields.k);

@@ -45,3 +45,33 @@ impl Rng {
         (s - 2.0) * 1.7 * scale
     }
 }
+
+/// The FP8 byte of `dtype` (E4m3 or E5m2) nearest `x`, ties to even, `|x|` clamped to the
+/// largest finite value; subnormals included. Test data only: the codec never rounds.
+pub fn fp8(dtype: enec::Dtype, x: f64) -> u8 {
+    let (mbits, bias, fmax) = match dtype {
+        enec::Dtype::E4m3 => (3, 7, 448f64),
+        enec::Dtype::E5m2 => (2, 15, 57344f64),
+        other => panic!("{other:?} is not an FP8 dtype"),
+    };
+    let sign = u8::from(x.is_sign_negative()) << 7;
+    let a = x.abs().min(fmax);
+    let emin = 1 - bias;
+    let e = if a == 0.0 {
+        emin
+    } else {
+        ((a.to_bits() >> 52) as i32 - 1023).max(emin)
+    };
+    let steps = (a / 2f64.powi(e - mbits)).round_ties_even() as u32;
+    let (e, steps) = if steps >= 2 << mbits {
+        (e + 1, steps / 2)
+    } else {
+        (e, steps)
+    };
+    let (field, mantissa) = if steps >= 1 << mbits {
+        (e - emin + 1, steps - (1 << mbits))
+    } else {
+        (0, steps)
+    };
+    sign | (field as u8) << mbits | mantissa as u8
+}

@@ -155,7 +155,10 @@ fn decode_streaming_as(
 ) -> Result<Streamed, Error> {
     match dtype {
         Dtype::Fp32 => decode_streaming::<CAP_32>(flash, flip, bufs),
-        Dtype::Bf16 | Dtype::Fp16 => decode_streaming::<CAP_16>(flash, flip, bufs),
+        // (FP8 frames are half the size of 2-byte ones.)
+        Dtype::Bf16 | Dtype::Fp16 | Dtype::E4m3 | Dtype::E5m2 => {
+            decode_streaming::<CAP_16>(flash, flip, bufs)
+        }
     }
 }
 

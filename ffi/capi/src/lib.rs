@@ -117,6 +117,10 @@ pub enum EnecDtype {
     Bf16 = 1,
     Fp16 = 2,
     Fp32 = 3,
+    /// OCP float8 e4m3fn (format version 1.1).
+    E4m3 = 4,
+    /// OCP float8 e5m2 (format version 1.1).
+    E5m2 = 5,
 }
 
 /// Exponent coding the encoder uses.

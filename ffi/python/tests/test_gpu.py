@@ -42,3 +42,39 @@ def test_the_cpu_fallback_warns_once(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         gpu.warn_cpu("no reason")  # said once only
+
+
+def test_fp8_streams_are_decoded_on_the_cpu(tmp_path, monkeypatch):
+    """The GPU kernels decode bf16/fp16/fp32 streams; FP8 streams go to the CPU decoder, and
+    the tensors come back in file order all the same."""
+    import enec._frameworks as frameworks
+    import enec._open
+    import enec.numpy
+    import ml_dtypes
+    import numpy as np
+
+    weights = np.random.default_rng(5).normal(0.0, 0.02, size=(128, 256)).astype(np.float32)
+    tensors = {
+        "a.e4m3": (weights * 8000).astype(ml_dtypes.float8_e4m3fn),
+        "b.bf16": weights.astype(ml_dtypes.bfloat16),
+        "c.e5m2": weights.astype(ml_dtypes.float8_e5m2),
+    }
+    path = tmp_path / "fp8.enec"
+    enec.numpy.save_file(tensors, path)
+    on_gpu = []
+
+    def fake_gpu_load(name, checkpoint, table, indices, framework, device, source, threads):
+        on_gpu.extend(table[i][0] for i in indices)
+        return {
+            table[i][0]: frameworks.load_one(checkpoint, table, framework, i, device) for i in indices
+        }
+
+    monkeypatch.setattr(gpu, "load", fake_gpu_load)
+    monkeypatch.setattr(enec._open.safe_open, "_on_gpu", lambda self: True)
+    with enec.safe_open(path, framework="np") as f:
+        loaded = f.get_tensors()
+        assert list(loaded) == f.offset_keys()
+        assert f.get_tensor("c.e5m2").tobytes() == tensors["c.e5m2"].tobytes()
+    assert on_gpu == ["b.bf16"]
+    for name, array in tensors.items():
+        assert loaded[name].tobytes() == array.tobytes(), name

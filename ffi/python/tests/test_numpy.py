@@ -35,6 +35,23 @@ def test_every_dtype_round_trips_like_safetensors(checkpoint):
     assert all(a.flags.writeable and a.flags.c_contiguous for a in loaded.values())
 
 
+def test_fp8_tensors_are_compressed(tmp_path):
+    """F8_E4M3 and F8_E5M2 tensors are enec streams, smaller than their bytes, and load back."""
+    rng = np.random.default_rng(11)
+    weights = rng.normal(0.0, 0.02, size=(256, 320)).astype(np.float32)
+    scaled = weights / (np.abs(weights).max() / 448)
+    tensors = {
+        "w.e4m3": scaled.astype(ml_dtypes.float8_e4m3fn),
+        "w.e5m2": weights.astype(ml_dtypes.float8_e5m2),
+    }
+    compressed = tmp_path / "fp8.enec"
+    enec.numpy.save_file(tensors, compressed)
+    for name, array in tensors.items():
+        _, stored = payload(compressed, name)
+        assert stored < 0.9 * array.nbytes, name
+    assert_same(enec.numpy.load_file(compressed), tensors)
+
+
 def test_decompress_restores_the_file_byte_for_byte(checkpoint, tmp_path):
     original, compressed = checkpoint
     restored = tmp_path / "restored.safetensors"

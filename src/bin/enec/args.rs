@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-/// Lossless compression of AI model weights (bf16, fp16, fp32) and safetensors checkpoints.
+/// Lossless compression of AI model weights (bf16, fp16, fp32, FP8 e4m3 and e5m2) and safetensors checkpoints.
 ///
 /// With no arguments, runs the demo: compress, decompress and verify the real MiniLM weights
 /// embedded in this binary.
@@ -41,6 +41,10 @@ pub enum DtypeArg {
     Fp16,
     /// IEEE binary32.
     Fp32,
+    /// OCP float8 e4m3fn.
+    E4m3,
+    /// OCP float8 e5m2.
+    E5m2,
 }
 
 impl DtypeArg {
@@ -50,6 +54,8 @@ impl DtypeArg {
             DtypeArg::Bf16 => enec::Dtype::Bf16,
             DtypeArg::Fp16 => enec::Dtype::Fp16,
             DtypeArg::Fp32 => enec::Dtype::Fp32,
+            DtypeArg::E4m3 => enec::Dtype::E4m3,
+            DtypeArg::E5m2 => enec::Dtype::E5m2,
         }
     }
 }

@@ -90,7 +90,7 @@ pub fn compress_file(input: &Path, output: &Path, settings: &Settings) -> Result
             }
             Error::NotSafetensors(NotSafetensors::OtherFormat(_)) => format!(
                 "{name}: {e}\n  \
-                 (to compress a raw little-endian array, pass --dtype bf16|fp16|fp32)"
+                 (to compress a raw little-endian array, pass --dtype bf16|fp16|fp32|e4m3|e5m2)"
             ),
             e => format!("{name}: {e}"),
         })?),

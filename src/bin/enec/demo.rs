@@ -51,6 +51,7 @@ fn checkpoint(dtype: Dtype) -> Vec<u8> {
             .flat_map(|&x| f16::from_f32(x).to_le_bytes())
             .collect(),
         Dtype::Fp32 => SLICE.to_vec(),
+        Dtype::E4m3 | Dtype::E5m2 => fp8_per_tensor(dtype, &weights),
     };
     let eb = dtype.element_bytes();
     let position_ids: Vec<u8> = (0..512i64).flat_map(i64::to_le_bytes).collect();
@@ -76,6 +77,57 @@ fn checkpoint(dtype: Dtype) -> Vec<u8> {
         ),
     ]);
     safetensors::write(&tensors, &metadata)
+}
+
+/// The weights quantized to FP8 with one scale per tensor (`amax / largest finite FP8`, as FP8
+/// checkpoints store them), rounded to nearest, ties to even; the scales are left out.
+fn fp8_per_tensor(dtype: Dtype, weights: &[f32]) -> Vec<u8> {
+    let (mbits, bias, fmax) = match dtype {
+        Dtype::E4m3 => (3, 7, 448f64),
+        _ => (2, 15, 57344f64),
+    };
+    let mut out = Vec::with_capacity(weights.len());
+    let mut at = 0;
+    for (_, shape) in TENSORS {
+        let n = shape.iter().product::<u64>() as usize;
+        let tensor = &weights[at..at + n];
+        at += n;
+        let amax = tensor.iter().fold(0f32, |m, x| m.max(x.abs()));
+        let scale = if amax > 0.0 { amax / fmax as f32 } else { 1.0 };
+        out.extend(
+            tensor
+                .iter()
+                .map(|&x| fp8(f64::from(x) / f64::from(scale), mbits, bias, fmax)),
+        );
+    }
+    out
+}
+
+/// The FP8 byte nearest `x` (ties to even; `|x|` clamped to `fmax`), `mbits` mantissa bits and
+/// exponent `bias`, subnormals included.
+fn fp8(x: f64, mbits: i32, bias: i32, fmax: f64) -> u8 {
+    let sign = u8::from(x.is_sign_negative()) << 7;
+    let a = x.abs().min(fmax);
+    let emin = 1 - bias;
+    // floor(log2 a) from the bits of the (normal) f64.
+    let e = if a == 0.0 {
+        emin
+    } else {
+        ((a.to_bits() >> 52) as i32 - 1023).max(emin)
+    };
+    let steps = (a / 2f64.powi(e - mbits)).round_ties_even() as u32;
+    // A carry into the next binade is that binade's first value.
+    let (e, steps) = if steps >= 2 << mbits {
+        (e + 1, steps / 2)
+    } else {
+        (e, steps)
+    };
+    let (field, mantissa) = if steps >= 1 << mbits {
+        (e - emin + 1, steps - (1 << mbits))
+    } else {
+        (0, steps)
+    };
+    sign | (field as u8) << mbits | mantissa as u8
 }
 
 /// Best of three wall-clock times of `f`, and its last result.

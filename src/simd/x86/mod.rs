@@ -110,6 +110,11 @@ impl Isa for Avx2 {
         stats: &mut FrameStats,
         hash: Option<&mut H32>,
     ) {
+        if B == 1 {
+            // The vector kernels take 2- and 4-byte elements (and the sample below would end
+            // off an h32 block in 1-byte ones).
+            return Portable.exponent_stats::<B>(fields, input, x, stats, hash);
+        }
         let mut hash = hash;
         let n = x.len().min(input.len() / B);
         // A frame's first elements choose the values the vector kernel counts.

@@ -1,6 +1,6 @@
 """Lossless compression of AI model weights: ``.enec`` checkpoints, loaded like safetensors files.
 
-An ``.enec`` checkpoint holds a safetensors file with its BF16, F16 and F32 tensors compressed
+An ``.enec`` checkpoint holds a safetensors file with its BF16, F16, F32 and FP8 tensors compressed
 (every other byte verbatim), so it restores that file byte for byte.
 
 - :func:`compress_file` / :func:`decompress_file`: the ``enec compress`` / ``enec decompress``
