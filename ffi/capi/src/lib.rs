@@ -1941,6 +1941,14 @@ mod tests {
         assert_eq!(enec_decoder_state_size(1, 1000), 0);
         assert!(core::mem::align_of::<Container<'static>>() <= ENEC_STATE_ALIGN);
         assert_eq!(ENEC_MAX_RANK, MAX_RANK);
+        // The layout the SAFETY notes of the init and handle functions rely on.
+        for t in 0..TIERS {
+            assert!(per_tier!(t, CAP => core::mem::align_of::<Decoder<CAP>>()) <= ENEC_STATE_ALIGN);
+            assert!(per_tier!(t, CAP => core::mem::align_of::<Encoder<CAP>>()) <= ENEC_STATE_ALIGN);
+        }
+        assert!(core::mem::align_of::<Handle<'static>>() <= ENEC_STATE_ALIGN);
+        assert!(core::mem::align_of::<TensorSlot>() <= ENEC_STATE_ALIGN);
+        assert!(ENEC_STATE_ALIGN + size_of::<Handle<'static>>() <= SLOTS_AT);
     }
 
     #[test]
