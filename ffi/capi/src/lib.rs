@@ -304,8 +304,9 @@ unsafe fn report(
             buf: &mut d.message,
             len: 0,
         };
-        let _ = fmt::write(&mut text, format_args!("{message}")); // truncated when too long
-                                                                  // SAFETY: not NULL (checked above), so valid for writes by this function's contract.
+        // Truncated when too long.
+        let _ = fmt::write(&mut text, format_args!("{message}"));
+        // SAFETY: not NULL (checked above), so valid for writes by this function's contract.
         unsafe { detail.write(d) };
     }
     status
@@ -790,7 +791,8 @@ pub unsafe extern "C" fn enec_decoder_decode(
         return EnecStatus::InvalidArgument;
     };
     // SAFETY: by the contract `input` and `output` point to that many bytes (or are NULL, which
-    // `bytes` rejects).
+    // `bytes` rejects). The contract does not yet say they must not overlap, which a `&` and a
+    // `&mut` of the same bytes would need: C callers that alias them are UB today.
     let (input, output) = unsafe { (bytes(input, input_len), bytes_mut(output, output_len)) };
     let (Some(input), Some(output)) = (input, output) else {
         return EnecStatus::InvalidArgument;
@@ -981,7 +983,8 @@ pub unsafe extern "C" fn enec_encoder_encode(
         return EnecStatus::InvalidArgument;
     };
     // SAFETY: by the contract `input` and `output` point to that many bytes (or are NULL, which
-    // `bytes` rejects).
+    // `bytes` rejects). The contract does not yet say they must not overlap, which a `&` and a
+    // `&mut` of the same bytes would need: C callers that alias them are UB today.
     let (input, output) = unsafe { (bytes(input, input_len), bytes_mut(output, output_len)) };
     let (Some(input), Some(output)) = (input, output) else {
         return EnecStatus::InvalidArgument;
