@@ -776,7 +776,8 @@ pub unsafe extern "C" fn enec_decoder_init(
 ///
 /// # Safety
 /// `decoder` must come from `enec_decoder_init`; `input` must point to `input_len` readable
-/// bytes, `output` to `output_len` writable bytes; `progress` must be valid.
+/// bytes, `output` to `output_len` writable bytes not overlapping `input`; `progress` must be
+/// valid.
 #[no_mangle]
 pub unsafe extern "C" fn enec_decoder_decode(
     decoder: *mut EnecDecoder,
@@ -791,8 +792,7 @@ pub unsafe extern "C" fn enec_decoder_decode(
         return EnecStatus::InvalidArgument;
     };
     // SAFETY: by the contract `input` and `output` point to that many bytes (or are NULL, which
-    // `bytes` rejects). The contract does not yet say they must not overlap, which a `&` and a
-    // `&mut` of the same bytes would need: C callers that alias them are UB today.
+    // `bytes` rejects), and do not overlap.
     let (input, output) = unsafe { (bytes(input, input_len), bytes_mut(output, output_len)) };
     let (Some(input), Some(output)) = (input, output) else {
         return EnecStatus::InvalidArgument;
@@ -983,8 +983,7 @@ pub unsafe extern "C" fn enec_encoder_encode(
         return EnecStatus::InvalidArgument;
     };
     // SAFETY: by the contract `input` and `output` point to that many bytes (or are NULL, which
-    // `bytes` rejects). The contract does not yet say they must not overlap, which a `&` and a
-    // `&mut` of the same bytes would need: C callers that alias them are UB today.
+    // `bytes` rejects), and do not overlap.
     let (input, output) = unsafe { (bytes(input, input_len), bytes_mut(output, output_len)) };
     let (Some(input), Some(output)) = (input, output) else {
         return EnecStatus::InvalidArgument;
