@@ -333,7 +333,8 @@ enum EnecStatus enec_decoder_init(void *mem,
 //
 // # Safety
 // `decoder` must come from `enec_decoder_init`; `input` must point to `input_len` readable
-// bytes, `output` to `output_len` writable bytes; `progress` must be valid.
+// bytes, `output` to `output_len` writable bytes not overlapping `input`; `progress` must be
+// valid.
 enum EnecStatus enec_decoder_decode(struct EnecDecoder *decoder,
                                     const uint8_t *input,
                                     size_t input_len,

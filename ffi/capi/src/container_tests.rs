@@ -258,13 +258,21 @@ struct Sink {
     calls: usize,
 }
 
+/// The write callback of the `restore_to` tests.
+///
+/// # Safety
+/// `ctx` must be a `Sink` used by nothing else during the call; `p` must point to `n` readable
+/// bytes (as `enec_container_restore_to` passes them).
 unsafe extern "C" fn sink_write(ctx: *mut c_void, p: *const u8, n: usize) -> c_int {
-    let sink = &mut *(ctx as *mut Sink);
+    // SAFETY: `ctx` is the caller's `&mut Sink`, unused elsewhere during the call (the contract).
+    let sink = unsafe { &mut *(ctx as *mut Sink) };
     sink.calls += 1;
     if sink.limit.is_some_and(|l| sink.bytes.len() >= l) {
         return 5;
     }
-    sink.bytes.extend_from_slice(slice::from_raw_parts(p, n));
+    // SAFETY: `p` points to `n` readable bytes (the contract; the restore passes no empty run).
+    sink.bytes
+        .extend_from_slice(unsafe { slice::from_raw_parts(p, n) });
     0
 }
 

@@ -21,6 +21,7 @@
 //! return, with a message ([`enec_status_message`] describes a status alone). A panic aborts (the
 //! crate is built with `panic = "abort"`) and cannot unwind into C.
 #![allow(clippy::missing_safety_doc)] // each function documents its contract in "Safety" prose
+#![deny(unsafe_op_in_unsafe_fn)]
 
 use core::ffi::{c_char, c_int, c_void};
 use core::fmt;
@@ -279,6 +280,10 @@ impl fmt::Write for CText<'_> {
 }
 
 /// Fills `detail` (when it is not NULL) and returns `status`.
+///
+/// # Safety
+/// `detail` must be NULL or valid for writes of an `EnecErrorDetail`. The same holds for every
+/// helper below that takes a `detail`.
 unsafe fn report(
     detail: *mut EnecErrorDetail,
     status: EnecStatus,
@@ -299,34 +304,39 @@ unsafe fn report(
             buf: &mut d.message,
             len: 0,
         };
-        let _ = fmt::write(&mut text, format_args!("{message}")); // truncated when too long
-        detail.write(d);
+        // Truncated when too long.
+        let _ = fmt::write(&mut text, format_args!("{message}"));
+        // SAFETY: not NULL (checked above), so valid for writes by this function's contract.
+        unsafe { detail.write(d) };
     }
     status
 }
 
 /// Success: `detail` says so.
 unsafe fn ok(detail: *mut EnecErrorDetail) -> EnecStatus {
-    report(detail, EnecStatus::Ok, 0, 0, ENEC_NO_ENTRY, &"")
+    // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+    unsafe { report(detail, EnecStatus::Ok, 0, 0, ENEC_NO_ENTRY, &"") }
 }
 
 /// `ENEC_STATUS_INVALID_ARGUMENT`, with what is wrong in `detail`.
 unsafe fn invalid(detail: *mut EnecErrorDetail, what: &str) -> EnecStatus {
     let message = format_args!("invalid argument: {what}");
-    report(
-        detail,
-        EnecStatus::InvalidArgument,
-        0,
-        0,
-        ENEC_NO_ENTRY,
-        &message,
-    )
+    let status = EnecStatus::InvalidArgument;
+    // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+    unsafe { report(detail, status, 0, 0, ENEC_NO_ENTRY, &message) }
 }
 
 /// Converts an error, filling `detail` when it is not NULL.
 unsafe fn fail(e: Error, detail: *mut EnecErrorDetail) -> EnecStatus {
     let (status, frame, value) = status_of(&e);
-    report(detail, status, frame, value, ENEC_NO_ENTRY, &e)
+    // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+    unsafe { report(detail, status, frame, value, ENEC_NO_ENTRY, &e) }
+}
+
+/// The status for an error, with no detail to fill.
+fn fail_bare(e: Error) -> EnecStatus {
+    // SAFETY: `report` takes a NULL `detail`.
+    unsafe { fail(e, ptr::null_mut()) }
 }
 
 fn dtype_of(code: u32) -> Option<Dtype> {
@@ -349,23 +359,36 @@ fn options_of(o: &EnecOptions) -> Result<EncodeOptions, EnecStatus> {
 }
 
 /// A byte slice from C; NULL is allowed only for length 0.
+///
+/// # Safety
+/// Unless NULL or `len` is 0, `p` must point to `len` readable bytes that stay unchanged for
+/// `'a`.
 unsafe fn bytes<'a>(p: *const u8, len: usize) -> Option<&'a [u8]> {
     if len == 0 {
         Some(&[])
     } else if p.is_null() {
         None
     } else {
-        Some(slice::from_raw_parts(p, len))
+        // SAFETY: `p` is not NULL and `len` is not 0 (checked above), so by this function's
+        // contract it points to `len` readable bytes unchanged for `'a`; bytes need no alignment.
+        Some(unsafe { slice::from_raw_parts(p, len) })
     }
 }
 
+/// A mutable byte slice from C; NULL is allowed only for length 0.
+///
+/// # Safety
+/// Unless NULL or `len` is 0, `p` must point to `len` writable bytes that nothing else reads or
+/// writes for `'a`.
 unsafe fn bytes_mut<'a>(p: *mut u8, len: usize) -> Option<&'a mut [u8]> {
     if len == 0 {
         Some(&mut [])
     } else if p.is_null() {
         None
     } else {
-        Some(slice::from_raw_parts_mut(p, len))
+        // SAFETY: `p` is not NULL and `len` is not 0 (checked above), so by this function's
+        // contract it points to `len` writable bytes used by nothing else for `'a`.
+        Some(unsafe { slice::from_raw_parts_mut(p, len) })
     }
 }
 
@@ -448,16 +471,18 @@ pub unsafe extern "C" fn enec_max_encoded_size(
     if options.is_null() || size.is_null() {
         return EnecStatus::InvalidArgument;
     }
-    let opts = match options_of(&*options) {
+    // SAFETY: not NULL (checked above), so valid by the contract.
+    let opts = match options_of(unsafe { &*options }) {
         Ok(o) => o,
         Err(s) => return s,
     };
     match enec::max_encoded_size(&opts, input_bytes) {
         Ok(n) => {
-            size.write(n);
+            // SAFETY: not NULL (checked above), so valid by the contract.
+            unsafe { size.write(n) };
             EnecStatus::Ok
         }
-        Err(e) => fail(e, ptr::null_mut()),
+        Err(e) => fail_bare(e),
     }
 }
 
@@ -478,24 +503,39 @@ pub unsafe extern "C" fn enec_encode(
     detail: *mut EnecErrorDetail,
 ) -> EnecStatus {
     if options.is_null() || out_len.is_null() {
-        return invalid(detail, "`options` or `out_len` is NULL");
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        return unsafe { invalid(detail, "`options` or `out_len` is NULL") };
     }
-    let (Some(input), Some(out)) = (bytes(input, input_len), bytes_mut(out, out_cap)) else {
-        return invalid(detail, "`input` or `out` is NULL with a nonzero length");
+    // SAFETY: by the contract `input` and `out` point to that many bytes (or are NULL, which
+    // `bytes` rejects), and do not overlap.
+    let (input, out) = unsafe { (bytes(input, input_len), bytes_mut(out, out_cap)) };
+    let (Some(input), Some(out)) = (input, out) else {
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        return unsafe { invalid(detail, "`input` or `out` is NULL with a nonzero length") };
     };
-    let opts = match options_of(&*options) {
+    // SAFETY: not NULL (checked above), so valid by the contract.
+    let options = unsafe { &*options };
+    let opts = match options_of(options) {
         Ok(o) => o,
         Err(EnecStatus::InvalidFrameLength) => {
-            return fail(Error::InvalidFrameLength((*options).frame_len), detail)
+            let e = Error::InvalidFrameLength(options.frame_len);
+            // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+            return unsafe { fail(e, detail) };
         }
-        Err(_) => return invalid(detail, "unknown dtype or coding in `options`"),
+        Err(_) => {
+            // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+            return unsafe { invalid(detail, "unknown dtype or coding in `options`") };
+        }
     };
     match enec::encode(&opts, input, out) {
         Ok(n) => {
-            out_len.write(n);
-            ok(detail)
+            // SAFETY: not NULL (checked above), so valid by the contract.
+            unsafe { out_len.write(n) };
+            // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+            unsafe { ok(detail) }
         }
-        Err(e) => fail(e, detail),
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        Err(e) => unsafe { fail(e, detail) },
     }
 }
 
@@ -509,7 +549,8 @@ pub unsafe extern "C" fn enec_read_header(
     stream_len: usize,
     info: *mut EnecStreamInfo,
 ) -> EnecStatus {
-    let Some(stream) = bytes(stream, stream_len) else {
+    // SAFETY: by the contract `stream` points to `stream_len` readable bytes (or is NULL).
+    let Some(stream) = (unsafe { bytes(stream, stream_len) }) else {
         return EnecStatus::InvalidArgument;
     };
     if info.is_null() {
@@ -517,10 +558,11 @@ pub unsafe extern "C" fn enec_read_header(
     }
     match enec::read_header(stream) {
         Ok(i) => {
-            info.write(info_of(&i));
+            // SAFETY: not NULL (checked above), so valid by the contract.
+            unsafe { info.write(info_of(&i)) };
             EnecStatus::Ok
         }
-        Err(e) => fail(e, ptr::null_mut()),
+        Err(e) => fail_bare(e),
     }
 }
 
@@ -553,17 +595,25 @@ pub unsafe extern "C" fn enec_decode(
     detail: *mut EnecErrorDetail,
 ) -> EnecStatus {
     if out_len.is_null() {
-        return invalid(detail, "`out_len` is NULL");
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        return unsafe { invalid(detail, "`out_len` is NULL") };
     }
-    let (Some(stream), Some(out)) = (bytes(stream, stream_len), bytes_mut(out, out_cap)) else {
-        return invalid(detail, "`stream` or `out` is NULL with a nonzero length");
+    // SAFETY: by the contract `stream` and `out` point to that many bytes (or are NULL, which
+    // `bytes` rejects), and do not overlap.
+    let (stream, out) = unsafe { (bytes(stream, stream_len), bytes_mut(out, out_cap)) };
+    let (Some(stream), Some(out)) = (stream, out) else {
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        return unsafe { invalid(detail, "`stream` or `out` is NULL with a nonzero length") };
     };
     match enec::decode(stream, out) {
         Ok(n) => {
-            out_len.write(n);
-            ok(detail)
+            // SAFETY: not NULL (checked above), so valid by the contract.
+            unsafe { out_len.write(n) };
+            // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+            unsafe { ok(detail) }
         }
-        Err(e) => fail(e, detail),
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        Err(e) => unsafe { fail(e, detail) },
     }
 }
 
@@ -647,11 +697,17 @@ fn encoder_bytes(t: usize) -> usize {
 }
 
 /// Checks caller state memory and returns its tier.
+///
+/// # Safety
+/// `mem` must be NULL or point to state memory initialized by `enec_decoder_init` or
+/// `enec_encoder_init` (the magic number only tells the two apart; it proves nothing).
 unsafe fn state_tier(mem: *const c_void, magic: u32) -> Option<usize> {
     if mem.is_null() || (mem as usize) % ENEC_STATE_ALIGN != 0 {
         return None;
     }
-    let h = &*(mem as *const StateHeader);
+    // SAFETY: not NULL and aligned (checked above); initialized state starts with a
+    // `StateHeader` (this function's contract).
+    let h = unsafe { &*(mem as *const StateHeader) };
     (h.magic == magic && (h.tier as usize) < TIERS).then_some(h.tier as usize)
 }
 
@@ -695,16 +751,21 @@ pub unsafe extern "C" fn enec_decoder_init(
     let Some(t) = tier_for(capacity_for(d, max_frame_len as usize)) else {
         return EnecStatus::InvalidArgument;
     };
-    let body = (mem as *mut u8).add(ENEC_STATE_ALIGN);
-    per_tier!(t, CAP => ptr::write(body as *mut Decoder<CAP>, Decoder::<CAP>::new()));
-    ptr::write(
-        mem as *mut StateHeader,
-        StateHeader {
-            magic: DECODER_MAGIC,
-            tier: t as u32,
-        },
-    );
-    decoder.write(mem as *mut EnecDecoder);
+    let header = StateHeader {
+        magic: DECODER_MAGIC,
+        tier: t as u32,
+    };
+    // SAFETY: `mem` is not NULL, is aligned to ENEC_STATE_ALIGN and holds `mem_len >= need`
+    // writable bytes (checked above; the contract makes them the decoder's). `need` is
+    // `decoder_bytes(t)`: the header fits before ENEC_STATE_ALIGN and `Decoder<CAP>` after it,
+    // which is aligned since no decoder needs more than ENEC_STATE_ALIGN. `decoder` is not NULL
+    // (checked above), so valid by the contract.
+    unsafe {
+        let body = (mem as *mut u8).add(ENEC_STATE_ALIGN);
+        per_tier!(t, CAP => ptr::write(body as *mut Decoder<CAP>, Decoder::<CAP>::new()));
+        ptr::write(mem as *mut StateHeader, header);
+        decoder.write(mem as *mut EnecDecoder);
+    }
     EnecStatus::Ok
 }
 
@@ -715,7 +776,8 @@ pub unsafe extern "C" fn enec_decoder_init(
 ///
 /// # Safety
 /// `decoder` must come from `enec_decoder_init`; `input` must point to `input_len` readable
-/// bytes, `output` to `output_len` writable bytes; `progress` must be valid.
+/// bytes, `output` to `output_len` writable bytes not overlapping `input`; `progress` must be
+/// valid.
 #[no_mangle]
 pub unsafe extern "C" fn enec_decoder_decode(
     decoder: *mut EnecDecoder,
@@ -725,25 +787,37 @@ pub unsafe extern "C" fn enec_decoder_decode(
     output_len: usize,
     progress: *mut EnecProgress,
 ) -> EnecStatus {
-    let Some(t) = state_tier(decoder as *const c_void, DECODER_MAGIC) else {
+    // SAFETY: `decoder` comes from `enec_decoder_init` (the contract).
+    let Some(t) = (unsafe { state_tier(decoder as *const c_void, DECODER_MAGIC) }) else {
         return EnecStatus::InvalidArgument;
     };
-    let (Some(input), Some(output)) = (bytes(input, input_len), bytes_mut(output, output_len))
-    else {
+    // SAFETY: by the contract `input` and `output` point to that many bytes (or are NULL, which
+    // `bytes` rejects), and do not overlap.
+    let (input, output) = unsafe { (bytes(input, input_len), bytes_mut(output, output_len)) };
+    let (Some(input), Some(output)) = (input, output) else {
         return EnecStatus::InvalidArgument;
     };
     if progress.is_null() {
         return EnecStatus::InvalidArgument;
     }
-    let body = (decoder as *mut u8).add(ENEC_STATE_ALIGN);
-    let result = per_tier!(t, CAP => (*(body as *mut Decoder<CAP>)).decode(input, output));
-    flow(result, progress)
+    // SAFETY: `enec_decoder_init` wrote a `Decoder<CAP>` of tier `t` at ENEC_STATE_ALIGN, and the
+    // caller uses the state from one thread at a time, so the `&mut` is unique.
+    let result = unsafe {
+        let body = (decoder as *mut u8).add(ENEC_STATE_ALIGN);
+        per_tier!(t, CAP => (*(body as *mut Decoder<CAP>)).decode(input, output))
+    };
+    // SAFETY: not NULL (checked above), so valid by the contract.
+    unsafe { flow(result, progress) }
 }
 
+/// Writes the progress of a streaming call to `progress`.
+///
+/// # Safety
+/// `progress` must be valid for writes.
 unsafe fn flow(result: enec::Result<enec::Progress>, progress: *mut EnecProgress) -> EnecStatus {
     match result {
         Ok(p) => {
-            progress.write(EnecProgress {
+            let p = EnecProgress {
                 consumed: p.consumed,
                 written: p.written,
                 status: match p.status {
@@ -751,10 +825,12 @@ unsafe fn flow(result: enec::Result<enec::Progress>, progress: *mut EnecProgress
                     Status::HasOutput => EnecFlowStatus::HasOutput as u32,
                     Status::Done => EnecFlowStatus::Done as u32,
                 },
-            });
+            };
+            // SAFETY: valid for writes (this function's contract).
+            unsafe { progress.write(p) };
             EnecStatus::Ok
         }
-        Err(e) => fail(e, ptr::null_mut()),
+        Err(e) => fail_bare(e),
     }
 }
 
@@ -765,13 +841,18 @@ unsafe fn flow(result: enec::Result<enec::Progress>, progress: *mut EnecProgress
 /// `decoder` must come from `enec_decoder_init`.
 #[no_mangle]
 pub unsafe extern "C" fn enec_decoder_finish(decoder: *const EnecDecoder) -> EnecStatus {
-    let Some(t) = state_tier(decoder as *const c_void, DECODER_MAGIC) else {
+    // SAFETY: `decoder` comes from `enec_decoder_init` (the contract).
+    let Some(t) = (unsafe { state_tier(decoder as *const c_void, DECODER_MAGIC) }) else {
         return EnecStatus::InvalidArgument;
     };
-    let body = (decoder as *const u8).add(ENEC_STATE_ALIGN);
-    match per_tier!(t, CAP => (*(body as *const Decoder<CAP>)).finish()) {
+    // SAFETY: `enec_decoder_init` wrote a `Decoder<CAP>` of tier `t` at ENEC_STATE_ALIGN.
+    let result = unsafe {
+        let body = (decoder as *const u8).add(ENEC_STATE_ALIGN);
+        per_tier!(t, CAP => (*(body as *const Decoder<CAP>)).finish())
+    };
+    match result {
         Ok(()) => EnecStatus::Ok,
-        Err(e) => fail(e, ptr::null_mut()),
+        Err(e) => fail_bare(e),
     }
 }
 
@@ -785,16 +866,22 @@ pub unsafe extern "C" fn enec_decoder_info(
     decoder: *const EnecDecoder,
     info: *mut EnecStreamInfo,
 ) -> EnecStatus {
-    let Some(t) = state_tier(decoder as *const c_void, DECODER_MAGIC) else {
+    // SAFETY: `decoder` comes from `enec_decoder_init` (the contract).
+    let Some(t) = (unsafe { state_tier(decoder as *const c_void, DECODER_MAGIC) }) else {
         return EnecStatus::InvalidArgument;
     };
     if info.is_null() {
         return EnecStatus::InvalidArgument;
     }
-    let body = (decoder as *const u8).add(ENEC_STATE_ALIGN);
-    match per_tier!(t, CAP => (*(body as *const Decoder<CAP>)).info().copied()) {
+    // SAFETY: `enec_decoder_init` wrote a `Decoder<CAP>` of tier `t` at ENEC_STATE_ALIGN.
+    let i = unsafe {
+        let body = (decoder as *const u8).add(ENEC_STATE_ALIGN);
+        per_tier!(t, CAP => (*(body as *const Decoder<CAP>)).info().copied())
+    };
+    match i {
         Some(i) => {
-            info.write(info_of(&i));
+            // SAFETY: not NULL (checked above), so valid by the contract.
+            unsafe { info.write(info_of(&i)) };
             EnecStatus::Ok
         }
         None => EnecStatus::Truncated,
@@ -811,7 +898,8 @@ pub unsafe extern "C" fn enec_encoder_state_size(options: *const EnecOptions) ->
     if options.is_null() {
         return 0;
     }
-    match options_of(&*options) {
+    // SAFETY: not NULL (checked above), so valid by the contract.
+    match options_of(unsafe { &*options }) {
         Ok(o) => tier_for(capacity_for(o.dtype, 1usize << o.frame_log2)).map_or(0, encoder_bytes),
         Err(_) => 0,
     }
@@ -831,39 +919,48 @@ pub unsafe extern "C" fn enec_encoder_init(
     element_count: u64,
     encoder: *mut *mut EnecEncoder,
 ) -> EnecStatus {
-    let need = enec_encoder_state_size(options);
+    // SAFETY: `options` is NULL or valid (the contract).
+    let need = unsafe { enec_encoder_state_size(options) };
     if need == 0 || mem.is_null() || encoder.is_null() || mem_len < need {
         return EnecStatus::InvalidArgument;
     }
     if (mem as usize) % ENEC_STATE_ALIGN != 0 {
         return EnecStatus::InvalidArgument;
     }
-    let opts = match options_of(&*options) {
+    // SAFETY: not NULL (`need` is 0 for NULL), so valid by the contract.
+    let opts = match options_of(unsafe { &*options }) {
         Ok(o) => o,
         Err(s) => return s,
     };
     let Some(t) = tier_for(capacity_for(opts.dtype, 1usize << opts.frame_log2)) else {
         return EnecStatus::InvalidArgument;
     };
-    let body = (mem as *mut u8).add(ENEC_STATE_ALIGN);
-    let made = per_tier!(t, CAP => match Encoder::<CAP>::new(opts, element_count) {
-        Ok(e) => {
-            ptr::write(body as *mut Encoder<CAP>, e);
-            Ok(())
-        }
-        Err(e) => Err(e),
-    });
+    // SAFETY: as in `enec_decoder_init`: `mem` is not NULL, aligned and holds
+    // `mem_len >= need = encoder_bytes(t)` writable bytes (checked above), room for the header
+    // and, at ENEC_STATE_ALIGN (enough alignment for any encoder), an `Encoder<CAP>`.
+    let made = unsafe {
+        let body = (mem as *mut u8).add(ENEC_STATE_ALIGN);
+        per_tier!(t, CAP => match Encoder::<CAP>::new(opts, element_count) {
+            Ok(e) => {
+                ptr::write(body as *mut Encoder<CAP>, e);
+                Ok(())
+            }
+            Err(e) => Err(e),
+        })
+    };
     if let Err(e) = made {
-        return fail(e, ptr::null_mut());
+        return fail_bare(e);
     }
-    ptr::write(
-        mem as *mut StateHeader,
-        StateHeader {
-            magic: ENCODER_MAGIC,
-            tier: t as u32,
-        },
-    );
-    encoder.write(mem as *mut EnecEncoder);
+    let header = StateHeader {
+        magic: ENCODER_MAGIC,
+        tier: t as u32,
+    };
+    // SAFETY: the header fits `mem` (above); `encoder` is not NULL (checked above), so valid by
+    // the contract.
+    unsafe {
+        ptr::write(mem as *mut StateHeader, header);
+        encoder.write(mem as *mut EnecEncoder);
+    }
     EnecStatus::Ok
 }
 
@@ -881,19 +978,27 @@ pub unsafe extern "C" fn enec_encoder_encode(
     output_len: usize,
     progress: *mut EnecProgress,
 ) -> EnecStatus {
-    let Some(t) = state_tier(encoder as *const c_void, ENCODER_MAGIC) else {
+    // SAFETY: `encoder` comes from `enec_encoder_init` (the contract).
+    let Some(t) = (unsafe { state_tier(encoder as *const c_void, ENCODER_MAGIC) }) else {
         return EnecStatus::InvalidArgument;
     };
-    let (Some(input), Some(output)) = (bytes(input, input_len), bytes_mut(output, output_len))
-    else {
+    // SAFETY: by the contract `input` and `output` point to that many bytes (or are NULL, which
+    // `bytes` rejects), and do not overlap.
+    let (input, output) = unsafe { (bytes(input, input_len), bytes_mut(output, output_len)) };
+    let (Some(input), Some(output)) = (input, output) else {
         return EnecStatus::InvalidArgument;
     };
     if progress.is_null() {
         return EnecStatus::InvalidArgument;
     }
-    let body = (encoder as *mut u8).add(ENEC_STATE_ALIGN);
-    let result = per_tier!(t, CAP => (*(body as *mut Encoder<CAP>)).encode(input, output));
-    flow(result, progress)
+    // SAFETY: `enec_encoder_init` wrote a `Encoder<CAP>` of tier `t` at ENEC_STATE_ALIGN, and the
+    // caller uses the state from one thread at a time, so the `&mut` is unique.
+    let result = unsafe {
+        let body = (encoder as *mut u8).add(ENEC_STATE_ALIGN);
+        per_tier!(t, CAP => (*(body as *mut Encoder<CAP>)).encode(input, output))
+    };
+    // SAFETY: not NULL (checked above), so valid by the contract.
+    unsafe { flow(result, progress) }
 }
 
 /// `ENEC_STATUS_OK` once the whole stream has been written; otherwise why not.
@@ -902,13 +1007,18 @@ pub unsafe extern "C" fn enec_encoder_encode(
 /// `encoder` must come from `enec_encoder_init`.
 #[no_mangle]
 pub unsafe extern "C" fn enec_encoder_finish(encoder: *const EnecEncoder) -> EnecStatus {
-    let Some(t) = state_tier(encoder as *const c_void, ENCODER_MAGIC) else {
+    // SAFETY: `encoder` comes from `enec_encoder_init` (the contract).
+    let Some(t) = (unsafe { state_tier(encoder as *const c_void, ENCODER_MAGIC) }) else {
         return EnecStatus::InvalidArgument;
     };
-    let body = (encoder as *const u8).add(ENEC_STATE_ALIGN);
-    match per_tier!(t, CAP => (*(body as *const Encoder<CAP>)).finish()) {
+    // SAFETY: `enec_encoder_init` wrote a `Encoder<CAP>` of tier `t` at ENEC_STATE_ALIGN.
+    let result = unsafe {
+        let body = (encoder as *const u8).add(ENEC_STATE_ALIGN);
+        per_tier!(t, CAP => (*(body as *const Encoder<CAP>)).finish())
+    };
+    match result {
         Ok(()) => EnecStatus::Ok,
-        Err(e) => fail(e, ptr::null_mut()),
+        Err(e) => fail_bare(e),
     }
 }
 
@@ -1000,9 +1110,11 @@ unsafe fn container_fail_in(
 ) -> EnecStatus {
     let piece = e.entry().and_then(|n| c.entries().find(|(i, _)| *i == n));
     let Some((_, entry)) = piece else {
-        return container_fail(e, detail);
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        return unsafe { container_fail(e, detail) };
     };
-    let status = container_fail(e, ptr::null_mut());
+    // SAFETY: `report` takes a NULL `detail`.
+    let status = unsafe { container_fail(e, ptr::null_mut()) };
     let (frame, value, number) = match e {
         ContainerError::Stream { error, entry } => {
             (status_of(&error).1, status_of(&error).2, entry)
@@ -1010,7 +1122,8 @@ unsafe fn container_fail_in(
         _ => (0, 0, e.entry().unwrap_or(ENEC_NO_ENTRY)),
     };
     let message = format_args!("{e} ({})", entry.describe());
-    report(detail, status, frame, value, number, &message)
+    // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+    unsafe { report(detail, status, frame, value, number, &message) }
 }
 
 /// Converts a container error, filling `detail` when it is not NULL.
@@ -1031,26 +1144,42 @@ unsafe fn container_fail(e: ContainerError, detail: *mut EnecErrorDetail) -> Ene
         ContainerError::UnsupportedVersion { .. } => (EnecStatus::UnsupportedVersion, 0, 0),
         _ => (EnecStatus::CorruptContainer, 0, 0),
     };
-    report(detail, status, frame, value, entry, &e)
+    // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+    unsafe { report(detail, status, frame, value, entry, &e) }
 }
 
 /// The handle behind a pointer from `enec_container_open`.
+///
+/// # Safety
+/// `handle` must be NULL or come from `enec_container_open`, with its memory and file unchanged
+/// for `'a` (the magic number rejects other state memory; it proves nothing).
 unsafe fn handle_of<'a>(handle: *const EnecContainer) -> Option<&'a Handle<'a>> {
     let mem = handle as *const c_void;
     if mem.is_null() || (mem as usize) % ENEC_STATE_ALIGN != 0 {
         return None;
     }
-    let h = &*(mem as *const StateHeader);
+    // SAFETY: not NULL and aligned (checked above); `enec_container_open` wrote a
+    // `StateHeader` at offset 0 (this function's contract).
+    let h = unsafe { &*(mem as *const StateHeader) };
+    // SAFETY: a container handle has its `Handle` at ENEC_STATE_ALIGN, read-only and unchanged
+    // for `'a` (this function's contract).
     (h.magic == CONTAINER_MAGIC)
-        .then(|| &*((mem as *const u8).add(ENEC_STATE_ALIGN) as *const Handle<'a>))
+        .then(|| unsafe { &*((mem as *const u8).add(ENEC_STATE_ALIGN) as *const Handle<'a>) })
 }
 
 /// The container behind a handle.
+///
+/// # Safety
+/// As [`handle_of`].
 unsafe fn container_of<'a>(handle: *const EnecContainer) -> Option<&'a Container<'a>> {
-    handle_of(handle).map(|h| &h.container)
+    // SAFETY: this function's contract is `handle_of`'s.
+    unsafe { handle_of(handle) }.map(|h| &h.container)
 }
 
 /// Tensor number `index` (tensors only, in file order) and its entry number, in constant time.
+///
+/// # Safety
+/// `h` must be `handle_of(handle)`, so `handle` comes from `enec_container_open`.
 unsafe fn tensor_at<'a>(
     handle: *const EnecContainer,
     h: &Handle<'a>,
@@ -1059,8 +1188,12 @@ unsafe fn tensor_at<'a>(
     if index >= h.tensors {
         return None;
     }
-    let slots = (handle as *const u8).add(SLOTS_AT) as *const TensorSlot;
-    let slot = *slots.add(index as usize);
+    // SAFETY: `enec_container_open` wrote `h.tensors` slots at SLOTS_AT (aligned for them) in
+    // memory it checked holds `state_bytes(h.tensors)` bytes, and `index < h.tensors` (above).
+    let slot = unsafe {
+        let slots = (handle as *const u8).add(SLOTS_AT) as *const TensorSlot;
+        *slots.add(index as usize)
+    };
     let position = usize::try_from(slot.position).ok()?;
     h.container
         .index()
@@ -1128,21 +1261,28 @@ pub unsafe extern "C" fn enec_container_state_size(
     detail: *mut EnecErrorDetail,
 ) -> EnecStatus {
     if size.is_null() {
-        return invalid(detail, "`size` is NULL");
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        return unsafe { invalid(detail, "`size` is NULL") };
     }
-    let Some(file) = bytes(file, file_len) else {
-        return invalid(detail, "`file` is NULL with a nonzero length");
+    // SAFETY: by the contract `file` points to `file_len` readable bytes (or is NULL).
+    let Some(file) = (unsafe { bytes(file, file_len) }) else {
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        return unsafe { invalid(detail, "`file` is NULL with a nonzero length") };
     };
     let parsed = match Container::parse(file) {
         Ok(c) => c,
-        Err(e) => return container_fail(e, detail),
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        Err(e) => return unsafe { container_fail(e, detail) },
     };
     match state_bytes(count_tensors(&parsed)) {
         Some(n) => {
-            size.write(n);
-            ok(detail)
+            // SAFETY: not NULL (checked above), so valid by the contract.
+            unsafe { size.write(n) };
+            // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+            unsafe { ok(detail) }
         }
-        None => fail(Error::TooLarge, detail),
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        None => unsafe { fail(Error::TooLarge, detail) },
     }
 }
 
@@ -1173,30 +1313,41 @@ pub unsafe extern "C" fn enec_container_open(
     detail: *mut EnecErrorDetail,
 ) -> EnecStatus {
     if mem.is_null() || container.is_null() {
-        return invalid(detail, "`mem` or `container` is NULL");
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        return unsafe { invalid(detail, "`mem` or `container` is NULL") };
     }
     if (mem as usize) % ENEC_STATE_ALIGN != 0 {
-        return invalid(detail, "`mem` is not aligned to ENEC_STATE_ALIGN");
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        return unsafe { invalid(detail, "`mem` is not aligned to ENEC_STATE_ALIGN") };
     }
-    let Some(file) = bytes(file, file_len) else {
-        return invalid(detail, "`file` is NULL with a nonzero length");
+    // SAFETY: by the contract `file` points to `file_len` readable bytes (or is NULL) that stay
+    // unchanged while the handle, which borrows them, is used.
+    let Some(file) = (unsafe { bytes(file, file_len) }) else {
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        return unsafe { invalid(detail, "`file` is NULL with a nonzero length") };
     };
     let parsed = match Container::parse(file) {
         Ok(c) => c,
-        Err(e) => return container_fail(e, detail),
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        Err(e) => return unsafe { container_fail(e, detail) },
     };
     let tensors = count_tensors(&parsed);
     let Some(need) = state_bytes(tensors) else {
-        return fail(Error::TooLarge, detail);
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        return unsafe { fail(Error::TooLarge, detail) };
     };
     if mem_len < need {
         let message = format_args!(
             "invalid argument: the handle needs {need} bytes of memory, {mem_len} given"
         );
         let status = EnecStatus::InvalidArgument;
-        return report(detail, status, 0, need as u64, ENEC_NO_ENTRY, &message);
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        return unsafe { report(detail, status, 0, need as u64, ENEC_NO_ENTRY, &message) };
     }
-    let slots = (mem as *mut u8).add(SLOTS_AT) as *mut TensorSlot;
+    // Below, every write lands in `mem`: it is not NULL, aligned to ENEC_STATE_ALIGN (checked
+    // above) and by the contract holds `mem_len >= need = state_bytes(tensors)` writable bytes.
+    // SAFETY: SLOTS_AT <= need, so the offset stays in `mem`.
+    let slots = unsafe { (mem as *mut u8).add(SLOTS_AT) } as *mut TensorSlot;
     let mut entries = parsed.entries();
     let mut t = 0usize;
     loop {
@@ -1205,27 +1356,34 @@ pub unsafe extern "C" fn enec_container_open(
             break;
         };
         if e.is_tensor() {
-            slots.add(t).write(TensorSlot { entry, position });
+            // SAFETY: `count_tensors` counted these same entries, so `t < tensors` and slot `t`
+            // ends within SLOTS_AT + tensors * 16 = `need`; SLOTS_AT is aligned for slots.
+            unsafe { slots.add(t).write(TensorSlot { entry, position }) };
             t += 1;
         }
     }
-    ptr::write(
-        (mem as *mut u8).add(ENEC_STATE_ALIGN) as *mut Handle<'_>,
-        Handle {
-            container: parsed,
-            tensors,
-            scratch: scratch_for(&parsed),
-        },
-    );
-    ptr::write(
-        mem as *mut StateHeader,
-        StateHeader {
-            magic: CONTAINER_MAGIC,
-            tier: 0,
-        },
-    );
-    container.write(mem as *mut EnecContainer);
-    ok(detail)
+    let handle = Handle {
+        container: parsed,
+        tensors,
+        scratch: scratch_for(&parsed),
+    };
+    let header = StateHeader {
+        magic: CONTAINER_MAGIC,
+        tier: 0,
+    };
+    // SAFETY: the header fits before ENEC_STATE_ALIGN and the `Handle` from there to SLOTS_AT,
+    // aligned (no `Handle` needs more than ENEC_STATE_ALIGN); `container` is not NULL (checked
+    // above), so valid by the contract.
+    unsafe {
+        ptr::write(
+            (mem as *mut u8).add(ENEC_STATE_ALIGN) as *mut Handle<'_>,
+            handle,
+        );
+        ptr::write(mem as *mut StateHeader, header);
+        container.write(mem as *mut EnecContainer);
+    }
+    // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+    unsafe { ok(detail) }
 }
 
 /// The number of tensors in the container, into `*count` (pieces of the original file that are
@@ -1238,13 +1396,15 @@ pub unsafe extern "C" fn enec_container_tensor_count(
     container: *const EnecContainer,
     count: *mut u64,
 ) -> EnecStatus {
-    let Some(h) = handle_of(container) else {
+    // SAFETY: `container` comes from `enec_container_open` (the contract).
+    let Some(h) = (unsafe { handle_of(container) }) else {
         return EnecStatus::InvalidArgument;
     };
     if count.is_null() {
         return EnecStatus::InvalidArgument;
     }
-    count.write(h.tensors);
+    // SAFETY: not NULL (checked above), so valid by the contract.
+    unsafe { count.write(h.tensors) };
     EnecStatus::Ok
 }
 
@@ -1259,15 +1419,18 @@ pub unsafe extern "C" fn enec_container_tensor(
     index: u64,
     info: *mut EnecTensorInfo,
 ) -> EnecStatus {
-    let Some(h) = handle_of(container) else {
+    // SAFETY: `container` comes from `enec_container_open` (the contract).
+    let Some(h) = (unsafe { handle_of(container) }) else {
         return EnecStatus::InvalidArgument;
     };
     if info.is_null() {
         return EnecStatus::InvalidArgument;
     }
-    match tensor_at(container, h, index) {
+    // SAFETY: `h` is `handle_of(container)`.
+    match unsafe { tensor_at(container, h, index) } {
         Some((_, entry)) => {
-            info.write(tensor_info(index, &entry));
+            // SAFETY: not NULL (checked above), so valid by the contract.
+            unsafe { info.write(tensor_info(index, &entry)) };
             EnecStatus::Ok
         }
         None => EnecStatus::NotFound,
@@ -1288,10 +1451,12 @@ pub unsafe extern "C" fn enec_container_find(
     name_len: usize,
     info: *mut EnecTensorInfo,
 ) -> EnecStatus {
-    let Some(c) = container_of(container) else {
+    // SAFETY: `container` comes from `enec_container_open` (the contract).
+    let Some(c) = (unsafe { container_of(container) }) else {
         return EnecStatus::InvalidArgument;
     };
-    let Some(name) = bytes(name as *const u8, name_len) else {
+    // SAFETY: by the contract `name` points to `name_len` readable bytes (or is NULL).
+    let Some(name) = (unsafe { bytes(name as *const u8, name_len) }) else {
         return EnecStatus::InvalidArgument;
     };
     if info.is_null() {
@@ -1304,7 +1469,8 @@ pub unsafe extern "C" fn enec_container_find(
         .find(|(_, (_, e))| e.name.as_bytes() == name);
     match found {
         Some((index, (_, entry))) => {
-            info.write(tensor_info(index as u64, &entry));
+            // SAFETY: not NULL (checked above), so valid by the contract.
+            unsafe { info.write(tensor_info(index as u64, &entry)) };
             EnecStatus::Ok
         }
         None => EnecStatus::NotFound,
@@ -1329,29 +1495,43 @@ pub unsafe extern "C" fn enec_container_decode_tensor(
     out_len: *mut usize,
     detail: *mut EnecErrorDetail,
 ) -> EnecStatus {
-    let Some(h) = handle_of(container) else {
-        return invalid(
-            detail,
-            "`container` is not a handle from enec_container_open",
-        );
+    // SAFETY: `container` comes from `enec_container_open` (the contract).
+    let Some(h) = (unsafe { handle_of(container) }) else {
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        return unsafe {
+            invalid(
+                detail,
+                "`container` is not a handle from enec_container_open",
+            )
+        };
     };
-    let Some(out) = bytes_mut(out, out_cap) else {
-        return invalid(detail, "`out` is NULL with a nonzero capacity");
+    // SAFETY: by the contract `out` points to `out_cap` writable bytes (or is NULL) that
+    // overlap neither the container nor its handle.
+    let Some(out) = (unsafe { bytes_mut(out, out_cap) }) else {
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        return unsafe { invalid(detail, "`out` is NULL with a nonzero capacity") };
     };
     if out_len.is_null() {
-        return invalid(detail, "`out_len` is NULL");
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        return unsafe { invalid(detail, "`out_len` is NULL") };
     }
-    let Some((number, entry)) = tensor_at(container, h, index) else {
+    // SAFETY: `h` is `handle_of(container)`.
+    let Some((number, entry)) = (unsafe { tensor_at(container, h, index) }) else {
         let count = h.tensors;
         let message = format_args!("no tensor number {index}: the container has {count}");
-        return report(detail, EnecStatus::NotFound, 0, 0, ENEC_NO_ENTRY, &message);
+        let status = EnecStatus::NotFound;
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        return unsafe { report(detail, status, 0, 0, ENEC_NO_ENTRY, &message) };
     };
     match h.container.decode_entry(number, &entry, out) {
         Ok(n) => {
-            out_len.write(n);
-            ok(detail)
+            // SAFETY: not NULL (checked above), so valid by the contract.
+            unsafe { out_len.write(n) };
+            // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+            unsafe { ok(detail) }
         }
-        Err(e) => container_fail_in(&h.container, e, detail),
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        Err(e) => unsafe { container_fail_in(&h.container, e, detail) },
     }
 }
 
@@ -1365,13 +1545,15 @@ pub unsafe extern "C" fn enec_container_restored_size(
     container: *const EnecContainer,
     size: *mut u64,
 ) -> EnecStatus {
-    let Some(c) = container_of(container) else {
+    // SAFETY: `container` comes from `enec_container_open` (the contract).
+    let Some(c) = (unsafe { container_of(container) }) else {
         return EnecStatus::InvalidArgument;
     };
     if size.is_null() {
         return EnecStatus::InvalidArgument;
     }
-    size.write(c.original_len());
+    // SAFETY: not NULL (checked above), so valid by the contract.
+    unsafe { size.write(c.original_len()) };
     EnecStatus::Ok
 }
 
@@ -1387,13 +1569,15 @@ pub unsafe extern "C" fn enec_container_scratch_size(
     container: *const EnecContainer,
     size: *mut usize,
 ) -> EnecStatus {
-    let Some(h) = handle_of(container) else {
+    // SAFETY: `container` comes from `enec_container_open` (the contract).
+    let Some(h) = (unsafe { handle_of(container) }) else {
         return EnecStatus::InvalidArgument;
     };
     if size.is_null() {
         return EnecStatus::InvalidArgument;
     }
-    size.write(h.scratch);
+    // SAFETY: not NULL (checked above), so valid by the contract.
+    unsafe { size.write(h.scratch) };
     EnecStatus::Ok
 }
 
@@ -1533,9 +1717,13 @@ fn canonical(
 }
 
 /// Reports why a restore of `c` stopped.
+///
+/// # Safety
+/// As [`report`].
 unsafe fn restore_fail(c: &Container<'_>, stop: Stop, detail: *mut EnecErrorDetail) -> EnecStatus {
     match stop {
-        Stop::Container(e) => container_fail_in(c, e, detail),
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        Stop::Container(e) => unsafe { container_fail_in(c, e, detail) },
         Stop::Noncanonical { entry, frame } => {
             let status = EnecStatus::NoncanonicalFrame;
             let why = "the frame's bytes differ from what the encoder writes for its data \
@@ -1544,23 +1732,30 @@ unsafe fn restore_fail(c: &Container<'_>, stop: Stop, detail: *mut EnecErrorDeta
                 Some((_, e)) => {
                     let piece = e.describe();
                     let message = format_args!("entry {entry} ({piece}), frame {frame}: {why}");
-                    report(detail, status, frame, 0, entry, &message)
+                    // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+                    unsafe { report(detail, status, frame, 0, entry, &message) }
                 }
                 None => {
                     let message = format_args!("entry {entry}, frame {frame}: {why}");
-                    report(detail, status, frame, 0, entry, &message)
+                    // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+                    unsafe { report(detail, status, frame, 0, entry, &message) }
                 }
             }
         }
         Stop::Write(rc) => {
             let message = format_args!("the write callback returned {rc}");
             let status = EnecStatus::WriteFailed;
-            report(detail, status, 0, rc as i64 as u64, ENEC_NO_ENTRY, &message)
+            let value = rc as i64 as u64;
+            // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+            unsafe { report(detail, status, 0, value, ENEC_NO_ENTRY, &message) }
         }
     }
 }
 
 /// Checks the scratch memory of a restore.
+///
+/// # Safety
+/// As [`bytes_mut`] for `scratch` and `scratch_len`; as [`report`] for `detail`.
 unsafe fn scratch_of<'a>(
     h: &Handle<'_>,
     scratch: *mut c_void,
@@ -1574,17 +1769,14 @@ unsafe fn scratch_of<'a>(
              given (enec_container_scratch_size)"
         );
         let status = EnecStatus::InvalidArgument;
-        return Err(report(
-            detail,
-            status,
-            0,
-            need as u64,
-            ENEC_NO_ENTRY,
-            &message,
-        ));
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        return Err(unsafe { report(detail, status, 0, need as u64, ENEC_NO_ENTRY, &message) });
     }
-    bytes_mut(scratch as *mut u8, scratch_len)
-        .ok_or_else(|| invalid(detail, "`scratch` is NULL with a nonzero length"))
+    // SAFETY: `scratch` points to `scratch_len` writable bytes used by nothing else for `'a`, or
+    // is NULL (this function's contract).
+    let scratch = unsafe { bytes_mut(scratch as *mut u8, scratch_len) };
+    // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+    scratch.ok_or_else(|| unsafe { invalid(detail, "`scratch` is NULL with a nonzero length") })
 }
 
 /// Restores the whole original file into `out` (`out_cap` bytes, at least
@@ -1612,19 +1804,29 @@ pub unsafe extern "C" fn enec_container_restore(
     out_len: *mut usize,
     detail: *mut EnecErrorDetail,
 ) -> EnecStatus {
-    let Some(h) = handle_of(container) else {
-        return invalid(
-            detail,
-            "`container` is not a handle from enec_container_open",
-        );
+    // SAFETY: `container` comes from `enec_container_open` (the contract).
+    let Some(h) = (unsafe { handle_of(container) }) else {
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        return unsafe {
+            invalid(
+                detail,
+                "`container` is not a handle from enec_container_open",
+            )
+        };
     };
-    let Some(out) = bytes_mut(out, out_cap) else {
-        return invalid(detail, "`out` is NULL with a nonzero capacity");
+    // SAFETY: by the contract `out` points to `out_cap` writable bytes (or is NULL) that
+    // overlap neither the container nor its handle.
+    let Some(out) = (unsafe { bytes_mut(out, out_cap) }) else {
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        return unsafe { invalid(detail, "`out` is NULL with a nonzero capacity") };
     };
     if out_len.is_null() {
-        return invalid(detail, "`out_len` is NULL");
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        return unsafe { invalid(detail, "`out_len` is NULL") };
     }
-    let scratch = match scratch_of(h, scratch, scratch_len, detail) {
+    // SAFETY: by the contract `scratch` points to `scratch_len` writable bytes (or is NULL)
+    // overlapping nothing else used here; `detail` is NULL or valid for writes.
+    let scratch = match unsafe { scratch_of(h, scratch, scratch_len, detail) } {
         Ok(s) => s,
         Err(status) => return status,
     };
@@ -1632,14 +1834,18 @@ pub unsafe extern "C" fn enec_container_restore(
     let need = c.original_len();
     let Some(out) = usize::try_from(need).ok().and_then(|n| out.get_mut(..n)) else {
         let error = ContainerError::OutputTooSmall { needed: need };
-        return container_fail(error, detail);
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        return unsafe { container_fail(error, detail) };
     };
     match restore_all(c, Some(out), scratch, &mut |_| Ok(())) {
         Ok(()) => {
-            out_len.write(need as usize);
-            ok(detail)
+            // SAFETY: not NULL (checked above), so valid by the contract.
+            unsafe { out_len.write(need as usize) };
+            // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+            unsafe { ok(detail) }
         }
-        Err(stop) => restore_fail(&h.container, stop, detail),
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        Err(stop) => unsafe { restore_fail(&h.container, stop, detail) },
     }
 }
 
@@ -1667,18 +1873,26 @@ pub unsafe extern "C" fn enec_container_restore_to(
     detail: *mut EnecErrorDetail,
 ) -> EnecStatus {
     if !written.is_null() {
-        written.write(0);
+        // SAFETY: not NULL, so valid by the contract.
+        unsafe { written.write(0) };
     }
-    let Some(h) = handle_of(container) else {
-        return invalid(
-            detail,
-            "`container` is not a handle from enec_container_open",
-        );
+    // SAFETY: `container` comes from `enec_container_open` (the contract).
+    let Some(h) = (unsafe { handle_of(container) }) else {
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        return unsafe {
+            invalid(
+                detail,
+                "`container` is not a handle from enec_container_open",
+            )
+        };
     };
     let Some(write) = write else {
-        return invalid(detail, "`write` is NULL");
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        return unsafe { invalid(detail, "`write` is NULL") };
     };
-    let scratch = match scratch_of(h, scratch, scratch_len, detail) {
+    // SAFETY: by the contract `scratch` points to `scratch_len` writable bytes (or is NULL)
+    // overlapping nothing else used here; `detail` is NULL or valid for writes.
+    let scratch = match unsafe { scratch_of(h, scratch, scratch_len, detail) } {
         Ok(s) => s,
         Err(status) => return status,
     };
@@ -1687,7 +1901,9 @@ pub unsafe extern "C" fn enec_container_restore_to(
         if b.is_empty() {
             return Ok(());
         }
-        match write(ctx, b.as_ptr(), b.len()) {
+        // SAFETY: `write` is a valid function (the contract), and `b` is `b.len()` readable bytes
+        // that it must not change (the contract).
+        match unsafe { write(ctx, b.as_ptr(), b.len()) } {
             0 => {
                 total += b.len() as u64;
                 Ok(())
@@ -1697,11 +1913,14 @@ pub unsafe extern "C" fn enec_container_restore_to(
     };
     let result = restore_all(&h.container, None, scratch, &mut sink);
     if !written.is_null() {
-        written.write(total);
+        // SAFETY: not NULL, so valid by the contract.
+        unsafe { written.write(total) };
     }
     match result {
-        Ok(()) => ok(detail),
-        Err(stop) => restore_fail(&h.container, stop, detail),
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        Ok(()) => unsafe { ok(detail) },
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        Err(stop) => unsafe { restore_fail(&h.container, stop, detail) },
     }
 }
 
@@ -1724,6 +1943,14 @@ mod tests {
         assert_eq!(enec_decoder_state_size(1, 1000), 0);
         assert!(core::mem::align_of::<Container<'static>>() <= ENEC_STATE_ALIGN);
         assert_eq!(ENEC_MAX_RANK, MAX_RANK);
+        // The layout the SAFETY notes of the init and handle functions rely on.
+        for t in 0..TIERS {
+            assert!(per_tier!(t, CAP => core::mem::align_of::<Decoder<CAP>>()) <= ENEC_STATE_ALIGN);
+            assert!(per_tier!(t, CAP => core::mem::align_of::<Encoder<CAP>>()) <= ENEC_STATE_ALIGN);
+        }
+        assert!(core::mem::align_of::<Handle<'static>>() <= ENEC_STATE_ALIGN);
+        assert!(core::mem::align_of::<TensorSlot>() <= ENEC_STATE_ALIGN);
+        assert!(ENEC_STATE_ALIGN + size_of::<Handle<'static>>() <= SLOTS_AT);
     }
 
     #[test]
