@@ -55,6 +55,9 @@ fn as_dtype(dtype: Dtype, values: &[f32]) -> Vec<u8> {
             Dtype::Bf16 => out.extend_from_slice(&half::bf16::from_f32(v).to_le_bytes()),
             Dtype::Fp16 => out.extend_from_slice(&half::f16::from_f32(v).to_le_bytes()),
             Dtype::Fp32 => out.extend_from_slice(&v.to_le_bytes()),
+            // The high byte of fp16 (e5m2 is fp16 cut to its top byte), the weights scaled as
+            // an FP8 checkpoint's scale would.
+            Dtype::E4m3 | Dtype::E5m2 => out.push(half::f16::from_f32(v * 64.0).to_le_bytes()[1]),
         }
     }
     out

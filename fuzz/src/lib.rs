@@ -145,6 +145,14 @@ pub fn data_of(dtype: Dtype, expand: u8, raw: &[u8]) -> Vec<u8> {
         state ^= state << 17;
         let noise = if pure { 0 } else { state as u32 };
         match eb {
+            1 => {
+                // e4m3: 3 mantissa bits; e5m2: 2. Stir the low bit.
+                let mut v = src[0] ^ (noise as u8 & 0x01);
+                if dead {
+                    v &= !0x01;
+                }
+                out.push(v);
+            }
             2 => {
                 let u = u16::from_le_bytes([src[0], src[1]]);
                 // bf16: 7 mantissa bits; fp16: 10. Stir the low 4 bits.
