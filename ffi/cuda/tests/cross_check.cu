@@ -389,6 +389,35 @@ static void run_golden(const std::string& repo) {
   }
 }
 
+// FP8 streams (format version 1.1) have no CUDA kernel: the header is refused, never mis-decoded,
+// and the encoder refuses their dtype codes.
+static void run_golden_fp8_refused(const std::string& repo) {
+  const std::string dir = repo + "/tests/golden/v1.1";
+  Bytes text;
+  if (!read_file(dir + "/MANIFEST.tsv", text)) {
+    printf("(no v1.1 golden files)\n");
+    return;
+  }
+  auto lines = split(std::string(text.begin(), text.end()), '\n');
+  for (size_t i = 1; i < lines.size(); i++) {
+    auto c = split(lines[i], '\t');
+    if (c.size() < 5) continue;
+    Bytes stream;
+    if (!read_file(dir + "/" + c[0] + ".enec", stream)) {
+      report(false, "golden v1.1 " + c[0], "file missing");
+      continue;
+    }
+    enec_cuda_stream_info info;
+    int rc = enec_cuda_stream_info_read(stream.data(), stream.size(), &info);
+    report(rc == ENEC_CUDA_ERR_HEADER, "fp8 stream refused " + c[0], "rc " + std::to_string(rc));
+  }
+  for (int dtype : {4, 5}) {
+    uint64_t cap = enec_cuda_max_encoded_bytes(dtype, 4096, 12);
+    report(cap == 0, "fp8 encode bound refused, dtype " + std::to_string(dtype),
+           "bound " + std::to_string(cap));
+  }
+}
+
 // An escape-entry bound that sends column frames to the column kernel.
 static constexpr uint32_t kColumnKernelEntries = 12 * 1024;
 
@@ -601,6 +630,7 @@ int main(int argc, char** argv) {
   const std::string repo = argv[1], dir = argv[2];
   const bool skip_large = argc > 3 && !strcmp(argv[3], "--skip-large");
   run_golden(repo);
+  run_golden_fp8_refused(repo);
   run_manifest(repo, dir, "manifest.tsv", skip_large);
   run_manifest(repo, dir, "minilm/minilm.tsv", skip_large);
   run_batch_and_corruption();
