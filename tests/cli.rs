@@ -222,6 +222,93 @@ fn safetensors_of(tensors: &[(String, &str, Vec<u64>, Vec<u8>)]) -> Vec<u8> {
 
 /// No file grows by more than 1 % plus 4 KiB, however small its tensors: thousands of scalars
 /// join one run of verbatim bytes, and a reader still finds each through the header.
+/// Every file under `dir` (relative path, bytes), sorted; folders as (path + "/", empty).
+fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let path = e.unwrap().path();
+            let rel = path.strip_prefix(dir).unwrap().display().to_string();
+            if path.is_dir() {
+                out.push((rel + "/", Vec::new()));
+                stack.push(path);
+            } else {
+                out.push((rel, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn sharded_folder_round_trip() {
+    let dir = Dir::new();
+    let input = dir.path("model");
+    std::fs::create_dir_all(input.join("tokenizer/empty")).unwrap();
+    let (file, _) = checkpoint();
+    let shard = |seed: f32| {
+        let w: Vec<u8> = values(3000, seed)
+            .iter()
+            .flat_map(|&v| bf16::from_f32(v).to_le_bytes())
+            .collect();
+        safetensors_of(&[("w".to_owned(), "BF16", vec![3000], w)])
+    };
+    let files: [(&str, Vec<u8>); 5] = [
+        ("model-00001-of-00002.safetensors", file.clone()),
+        ("model-00002-of-00002.safetensors", shard(0.7)),
+        (
+            "model.safetensors.index.json",
+            br#"{"weight_map": {"w": "model-00002-of-00002.safetensors"}}"#.to_vec(),
+        ),
+        ("config.json", b"{}".to_vec()),
+        ("tokenizer/tokenizer.json", b"tokens".to_vec()),
+    ];
+    for (name, bytes) in &files {
+        std::fs::write(input.join(name), bytes).unwrap();
+    }
+    let packed = dir.path("packed");
+    let said = ok(&["compress", p(&input), p(&packed)]);
+    assert!(said.contains("2 files compressed, 3 copied"), "{said}");
+    // Each shard is the container `enec compress` makes of it alone.
+    let alone = dir.path("alone.enec");
+    ok(&["compress", p(&input.join(files[1].0)), p(&alone)]);
+    let shard_two = packed.join("model-00002-of-00002.safetensors.enec");
+    assert_eq!(
+        std::fs::read(&shard_two).unwrap(),
+        std::fs::read(&alone).unwrap()
+    );
+    assert_eq!(
+        std::fs::read(packed.join("model.safetensors.index.json")).unwrap(),
+        files[2].1
+    );
+    assert!(packed.join("tokenizer/empty").is_dir());
+
+    let info = ok(&["info", "--json", p(&packed)]);
+    let info: Value = serde_json::from_str(&info).unwrap();
+    let original: usize = files.iter().map(|(_, b)| b.len()).sum();
+    assert_eq!(info["original_bytes"], json!(original));
+    assert_eq!(info["enec_files"], json!(2));
+
+    let restored = dir.path("restored");
+    let said = ok(&["decompress", p(&packed), p(&restored)]);
+    assert!(said.contains("2 files restored, 3 copied"), "{said}");
+    assert_eq!(tree(&restored), tree(&input));
+
+    // Nothing is overwritten without --force, and an output inside the input is refused.
+    let said = fails(&["decompress", p(&packed), p(&restored)]);
+    assert!(said.contains("already exists (pass --force"), "{said}");
+    ok(&["decompress", "--force", "--quiet", p(&packed), p(&restored)]);
+    let said = fails(&["compress", p(&input), p(&input.join("out"))]);
+    assert!(said.contains("lies inside it"), "{said}");
+    let said = fails(&["compress", "--dtype", "bf16", p(&input), p(&dir.path("x"))]);
+    assert!(said.contains("--dtype is for a raw array"), "{said}");
+    // A folder to compress that holds an enec file would not come back the same.
+    let said = fails(&["compress", p(&packed), p(&dir.path("twice"))]);
+    assert!(said.contains("already an enec file"), "{said}");
+}
+
 #[test]
 fn tiny_tensors_do_not_grow_the_file() {
     let dir = Dir::new();

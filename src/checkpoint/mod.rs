@@ -10,6 +10,8 @@
 //!   for a writer that receives the file's bytes in parts.
 //! - [`restore_with`] and [`restore`] give the original bytes back, every checksum verified;
 //!   [`describe_error`] names the piece an error lies in.
+//! - [`folder`] plans a model folder's compression or restore, file by file (sharded
+//!   checkpoints and the files beside them).
 //!
 //! ```
 //! use std::collections::BTreeMap;
@@ -33,6 +35,7 @@
 //! # Ok::<(), checkpoint::Error>(())
 //! ```
 
+pub mod folder;
 pub mod safetensors;
 
 use core::fmt;

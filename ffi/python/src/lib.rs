@@ -7,6 +7,7 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
+use enec::checkpoint::folder::{self, Direction, FolderError, Step};
 use enec::checkpoint::safetensors;
 use enec::container::{Container, Entry, PieceKind, MAGIC as CONTAINER_MAGIC};
 use enec::format::MAGIC as STREAM_MAGIC;
@@ -100,6 +101,7 @@ fn failure_error(path: &Path, failure: Failure) -> PyErr {
 }
 
 /// The `threads` keyword: a number of worker threads, at least 1.
+#[derive(Clone, Copy)]
 struct Threads(usize);
 
 impl<'py> FromPyObject<'py> for Threads {
@@ -219,13 +221,108 @@ fn decompress_file(
     dst: PathBuf,
     threads: Option<Threads>,
 ) -> PyResult<u64> {
-    let data = map(py, &src)?;
+    decompress_into(py, &src, &dst, threads)
+}
+
+/// Restores the enec file `src` into `dst`; returns the original's size.
+fn decompress_into(
+    py: Python<'_>,
+    src: &Path,
+    dst: &Path,
+    threads: Option<Threads>,
+) -> PyResult<u64> {
+    let data = map(py, src)?;
     let name = src.display().to_string();
     py.allow_threads(|| {
-        write_atomically(&dst, |out| {
+        write_atomically(dst, |out| {
             convert::decompress(&name, &data, self::threads(threads), out)
         })
     })
+}
+
+/// compress_dir(src, dst, *, coding="ranked", frame=16384, checksums=True, threads=None)
+/// --
+///
+/// Compresses the model folder `src` into the folder `dst` file by file, as
+/// `enec compress DIR OUT`: every `NAME.safetensors` (each shard of a sharded checkpoint) into
+/// the checkpoint `NAME.safetensors.enec`, every other file (the shard index, config, tokenizer)
+/// copied, subfolders alike. Files of `dst` are replaced atomically. Returns the bytes written.
+#[pyfunction]
+#[pyo3(signature = (src, dst, *, coding = "ranked", frame = 16384, checksums = true, threads = None))]
+fn compress_dir(
+    py: Python<'_>,
+    src: PathBuf,
+    dst: PathBuf,
+    coding: &str,
+    frame: u32,
+    checksums: bool,
+    threads: Option<Threads>,
+) -> PyResult<u64> {
+    let options = options(coding, frame, checksums)?;
+    run_folder(Direction::Compress, &src, &dst, |from, to| {
+        let data = map(py, from)?;
+        compress_into(
+            py,
+            &from.display().to_string(),
+            &data,
+            to,
+            &options,
+            threads,
+        )
+    })
+}
+
+/// decompress_dir(src, dst, *, threads=None)
+/// --
+///
+/// Restores the model folder that `compress_dir` (or `enec compress DIR OUT`) made of it: every
+/// `NAME.enec` back to `NAME`, every other file copied; every checksum verified. Returns the
+/// bytes written.
+#[pyfunction]
+#[pyo3(signature = (src, dst, *, threads = None))]
+fn decompress_dir(
+    py: Python<'_>,
+    src: PathBuf,
+    dst: PathBuf,
+    threads: Option<Threads>,
+) -> PyResult<u64> {
+    run_folder(Direction::Restore, &src, &dst, |from, to| {
+        decompress_into(py, from, to, threads)
+    })
+}
+
+/// Takes the folder `src` into `dst` as [`folder::plan`] says: folders made, other files
+/// copied, and `code` for each file to compress or restore (it returns the bytes it wrote).
+/// Returns the bytes written.
+fn run_folder(
+    direction: Direction,
+    src: &Path,
+    dst: &Path,
+    mut code: impl FnMut(&Path, &Path) -> PyResult<u64>,
+) -> PyResult<u64> {
+    let fail = |e: FolderError| match e {
+        FolderError::Io { path, error } => os_error(&path, error),
+        e => enec_error(e.to_string()),
+    };
+    folder::check_output(src, dst).map_err(fail)?;
+    let items = folder::plan(direction, src).map_err(fail)?;
+    std::fs::create_dir_all(dst).map_err(|e| os_error(dst, e))?;
+    let mut written = 0;
+    for item in &items {
+        let to = dst.join(&item.to);
+        written += match item.step {
+            Step::Folder => {
+                std::fs::create_dir_all(&to).map_err(|e| os_error(&to, e))?;
+                0
+            }
+            Step::Copy => {
+                let mut from = File::open(&item.from).map_err(|e| os_error(&item.from, e))?;
+                write_atomically(&to, |out| Ok(std::io::copy(&mut from, out)?))?
+            }
+            Step::Compress | Step::Restore => code(&item.from, &to)?,
+        };
+    }
+    Ok(written)
 }
 
 /// A checkpoint being written tensor by tensor into a temporary file beside `path`, renamed
@@ -756,6 +853,8 @@ fn _enec(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compress_file, m)?)?;
     m.add_function(wrap_pyfunction!(compress_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(decompress_file, m)?)?;
+    m.add_function(wrap_pyfunction!(compress_dir, m)?)?;
+    m.add_function(wrap_pyfunction!(decompress_dir, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_library, m)?)?;
     Ok(())
 }

@@ -55,3 +55,33 @@ def test_compress_matches_the_cli_on_real_weights(tmp_path):
     restored = tmp_path / "restored"
     enec.decompress_file(theirs, restored)
     assert restored.read_bytes() == MINILM.read_bytes()
+
+
+def tree(root: pathlib.Path) -> dict:
+    return {
+        str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None)
+        for p in sorted(root.rglob("*"))
+    }
+
+
+def test_folders_match_the_cli(checkpoint, tmp_path):
+    original, _ = checkpoint
+    model = tmp_path / "model"
+    (model / "tokenizer" / "empty").mkdir(parents=True)
+    for shard in ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"):
+        (model / shard).write_bytes(original.read_bytes())
+    (model / "model.safetensors.index.json").write_text('{"weight_map": {}}')
+    (model / "tokenizer" / "tokenizer.json").write_text("{}")
+    ours, theirs = tmp_path / "py", tmp_path / "cli"
+    written = enec.compress_dir(model, ours, frame=1024)
+    cli("compress", "--frame=1024", str(model), str(theirs))
+    assert tree(ours) == tree(theirs)
+    assert written == sum(len(b) for b in tree(ours).values() if b is not None)
+    assert (ours / "model-00002-of-00002.safetensors.enec").exists()
+    restored = tmp_path / "restored"
+    enec.decompress_dir(theirs, restored, threads=1)
+    assert tree(restored) == tree(model)
+    with pytest.raises(enec.EnecError, match="lies inside it"):
+        enec.compress_dir(model, model / "out")
+    with pytest.raises(enec.EnecError, match="already an enec file"):
+        enec.compress_dir(ours, tmp_path / "twice")

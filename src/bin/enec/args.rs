@@ -19,12 +19,15 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Compress a safetensors checkpoint (detected from its content) into an .enec container, or
-    /// with --dtype a raw little-endian array into an enec stream.
+    /// Compress a safetensors checkpoint (detected from its content) into an .enec container,
+    /// with --dtype a raw little-endian array into an enec stream, or a model folder file by
+    /// file (every NAME.safetensors into NAME.safetensors.enec, other files copied).
     Compress(CompressArgs),
-    /// Restore the original file, byte for byte, from an .enec container or stream.
+    /// Restore the original file, byte for byte, from an .enec container or stream, or a model
+    /// folder from a compressed one.
     Decompress(DecompressArgs),
-    /// Show the tensors of an .enec file: sizes, ratios, codings and frames.
+    /// Show the tensors of an .enec file (sizes, ratios, codings and frames), or the files of a
+    /// compressed model folder.
     Info(InfoArgs),
     /// Compress, decompress and verify the real MiniLM weights embedded in this binary.
     Demo(DemoArgs),
@@ -100,9 +103,10 @@ pub struct Common {
 /// `enec compress`.
 #[derive(Debug, Args)]
 pub struct CompressArgs {
-    /// Input: a .safetensors file, or a raw array with --dtype.
+    /// Input: a .safetensors file, a raw array with --dtype, or a folder.
     pub input: PathBuf,
-    /// Output .enec file (written under a temporary name, then renamed).
+    /// Output .enec file (written under a temporary name, then renamed), or for a folder the
+    /// output folder.
     pub output: PathBuf,
     /// IN is a raw little-endian array of this type (not a safetensors file).
     #[arg(long, value_enum)]
@@ -123,9 +127,10 @@ pub struct CompressArgs {
 /// `enec decompress`.
 #[derive(Debug, Args)]
 pub struct DecompressArgs {
-    /// Input .enec file.
+    /// Input .enec file, or a compressed folder.
     pub input: PathBuf,
-    /// Output: the original file (written under a temporary name, then renamed).
+    /// Output: the original file (written under a temporary name, then renamed), or for a
+    /// folder the output folder.
     pub output: PathBuf,
     #[command(flatten)]
     pub common: Common,
@@ -134,7 +139,7 @@ pub struct DecompressArgs {
 /// `enec info`.
 #[derive(Debug, Args)]
 pub struct InfoArgs {
-    /// Input .enec file.
+    /// Input .enec file, or a compressed folder.
     pub input: PathBuf,
     /// Print JSON instead of a table.
     #[arg(long)]

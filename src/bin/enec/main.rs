@@ -9,6 +9,7 @@ mod compress;
 mod decompress;
 mod demo;
 mod error;
+mod folder;
 mod info;
 mod input;
 mod output;
@@ -39,6 +40,14 @@ fn run(cli: Cli) -> Result<()> {
                 progress: !a.common.quiet,
                 force: a.common.force,
             };
+            if a.input.is_dir() {
+                let totals = folder::compress_dir(&a.input, &a.output, &settings, a.common.quiet)?;
+                if !a.common.quiet {
+                    let direction = enec::checkpoint::folder::Direction::Compress;
+                    say!("{}", totals.line(&a.input, &a.output, direction));
+                }
+                return Ok(());
+            }
             let report = compress::compress_file(&a.input, &a.output, &settings)?;
             if !a.common.quiet {
                 say!("{}", report.line(&a.input, &a.output, settings.threads));
@@ -47,6 +56,15 @@ fn run(cli: Cli) -> Result<()> {
         }
         Some(Command::Decompress(a)) => {
             let n = threads(a.common.threads);
+            if a.input.is_dir() {
+                let (force, quiet) = (a.common.force, a.common.quiet);
+                let totals = folder::decompress_dir(&a.input, &a.output, n, force, quiet)?;
+                if !quiet {
+                    let direction = enec::checkpoint::folder::Direction::Restore;
+                    say!("{}", totals.line(&a.input, &a.output, direction));
+                }
+                return Ok(());
+            }
             let report = decompress::decompress_file(
                 &a.input,
                 &a.output,
@@ -59,6 +77,7 @@ fn run(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
+        Some(Command::Info(a)) if a.input.is_dir() => folder::info(&a.input, a.json),
         Some(Command::Info(a)) => info::info(&a.input, a.json),
         Some(Command::Bench(a)) => {
             let options = EncodeOptions::new(a.dtype.dtype())

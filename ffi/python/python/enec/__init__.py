@@ -4,7 +4,8 @@ An ``.enec`` checkpoint holds a safetensors file with its BF16, F16, F32 and FP8
 (every other byte verbatim), so it restores that file byte for byte.
 
 - :func:`compress_file` / :func:`decompress_file`: the ``enec compress`` / ``enec decompress``
-  conversions.
+  conversions; :func:`compress_dir` / :func:`decompress_dir` the same over a model folder
+  (every shard of a sharded checkpoint, the other files copied).
 - :mod:`enec.numpy` / :mod:`enec.torch`: ``load_file``, ``load``, ``save_file``, as in
   ``safetensors.numpy`` / ``safetensors.torch``.
 - :class:`safe_open`: one tensor at a time, decoding only the tensors asked for.
@@ -17,14 +18,23 @@ import importlib
 from typing import Any
 
 from . import numpy
-from ._enec import EnecError, __version__, compress_file, decompress_file
+from ._enec import (
+    EnecError,
+    __version__,
+    compress_dir,
+    compress_file,
+    decompress_dir,
+    decompress_file,
+)
 from ._open import TensorSlice, safe_open
 
 __all__ = [
     "__version__",
     "EnecError",
     "TensorSlice",
+    "compress_dir",
     "compress_file",
+    "decompress_dir",
     "decompress_file",
     "safe_open",
     "numpy",

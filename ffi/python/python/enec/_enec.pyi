@@ -41,6 +41,23 @@ def decompress_file(src: _Path, dst: _Path, *, threads: Optional[int] = None) ->
     """Restores the original file of the enec file ``src`` into ``dst`` (replaced atomically),
     verifying every checksum, the same bytes as ``enec decompress``; returns the size of ``dst``."""
 
+def compress_dir(
+    src: _Path,
+    dst: _Path,
+    *,
+    coding: str = "ranked",
+    frame: int = 16384,
+    checksums: bool = True,
+    threads: Optional[int] = None,
+) -> int:
+    """Compresses the model folder ``src`` into the folder ``dst`` as ``enec compress DIR OUT``:
+    every ``NAME.safetensors`` into ``NAME.safetensors.enec``, every other file copied; returns
+    the bytes written."""
+
+def decompress_dir(src: _Path, dst: _Path, *, threads: Optional[int] = None) -> int:
+    """Restores the model folder that ``compress_dir`` made: every ``NAME.enec`` back to
+    ``NAME``, every other file copied, every checksum verified; returns the bytes written."""
+
 class Checkpoint:
     """An open enec checkpoint: its index parsed, nothing decoded."""
 
