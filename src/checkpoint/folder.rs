@@ -80,6 +80,15 @@ pub enum FolderError {
     /// A symbolic link to a folder (not followed, so that no walk loops), or something that is
     /// neither a file nor a folder.
     Unsupported(PathBuf),
+    /// A shard index that cannot be read, or names a shard outside its folder.
+    BadIndex {
+        /// The index file.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
+    /// A folder with no checkpoint in it (no `*.safetensors.enec` file, no shard index).
+    NoWeights(PathBuf),
 }
 
 impl fmt::Display for FolderError {
@@ -104,6 +113,12 @@ impl fmt::Display for FolderError {
             FolderError::Unsupported(p) => write!(
                 f,
                 "{}: neither a file nor a folder (links to folders are not followed)",
+                p.display()
+            ),
+            FolderError::BadIndex { path, why } => write!(f, "{}: {why}", path.display()),
+            FolderError::NoWeights(p) => write!(
+                f,
+                "{}: no enec checkpoint in this folder (no *{SAFETENSORS}{SUFFIX} file)",
                 p.display()
             ),
         }
@@ -139,6 +154,84 @@ pub fn plan(direction: Direction, input: &Path) -> Result<Vec<Item>, FolderError
         }
     }
     Ok(items)
+}
+
+/// The shard index of a sharded checkpoint, as Hugging Face names it.
+pub const INDEX: &str = "model.safetensors.index.json";
+
+/// The checkpoints that hold the weights of the compressed model folder `dir`, in load order:
+/// the shards its shard index names (the index's `weight_map` values, each plus [`SUFFIX`],
+/// in name order), or without an index every `*.safetensors.enec` file in `dir`, by name. The
+/// index is [`INDEX`], else the one `*.safetensors.index.json` file of `dir`.
+pub fn weight_files(dir: &Path) -> Result<Vec<PathBuf>, FolderError> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .map_err(io_error(dir))?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    let indexes: Vec<&String> = names
+        .iter()
+        .filter(|n| n.ends_with(".safetensors.index.json"))
+        .collect();
+    let index = match indexes.as_slice() {
+        _ if names.iter().any(|n| n == INDEX) => Some(INDEX),
+        [one] => Some(one.as_str()),
+        [] => None,
+        [first, ..] => {
+            return Err(FolderError::BadIndex {
+                path: dir.join(first),
+                why: format!(
+                    "one of {} shard indexes, and none is {INDEX}",
+                    indexes.len()
+                ),
+            })
+        }
+    };
+    let Some(index) = index else {
+        let files: Vec<PathBuf> = names
+            .iter()
+            .filter(|n| n.ends_with(&format!("{SAFETENSORS}{SUFFIX}")))
+            .map(|n| dir.join(n))
+            .collect();
+        return match files.is_empty() {
+            true => Err(FolderError::NoWeights(dir.to_owned())),
+            false => Ok(files),
+        };
+    };
+    let path = dir.join(index);
+    let bad = |why: String| FolderError::BadIndex {
+        path: path.clone(),
+        why,
+    };
+    let text = fs::read(&path).map_err(io_error(&path))?;
+    let json: serde_json::Value =
+        serde_json::from_slice(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    let map = json
+        .get("weight_map")
+        .and_then(|m| m.as_object())
+        .ok_or_else(|| bad("no \"weight_map\" object".into()))?;
+    let mut shards = std::collections::BTreeSet::new();
+    for (tensor, shard) in map {
+        let shard = shard
+            .as_str()
+            .ok_or_else(|| bad(format!("tensor \"{tensor}\": the shard is not a string")))?;
+        let plain = Path::new(shard)
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if shard.is_empty() || !plain {
+            return Err(bad(format!(
+                "tensor \"{tensor}\": shard \"{shard}\" is not a file of this folder"
+            )));
+        }
+        shards.insert(shard);
+    }
+    if shards.is_empty() {
+        return Err(bad("the weight map names no shard".into()));
+    }
+    Ok(shards
+        .into_iter()
+        .map(|s| dir.join(format!("{s}{SUFFIX}")))
+        .collect())
 }
 
 /// Refuses an `output` folder (existing or not) that is `input` or lies inside it, where the
@@ -338,6 +431,39 @@ mod tests {
         fs::write(input.join("sub/x.enec"), b"").unwrap();
         let e = plan(Direction::Compress, &input).unwrap_err();
         assert!(matches!(e, FolderError::AlreadyEnec(_)), "{e}");
+    }
+
+    #[test]
+    fn weight_files_follow_the_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        let e = weight_files(p).unwrap_err();
+        assert!(matches!(e, FolderError::NoWeights(_)), "{e}");
+        fs::write(p.join("b.safetensors.enec"), b"").unwrap();
+        fs::write(p.join("a.safetensors.enec"), b"").unwrap();
+        fs::write(p.join("config.json"), b"{}").unwrap();
+        assert_eq!(
+            weight_files(p).unwrap(),
+            [p.join("a.safetensors.enec"), p.join("b.safetensors.enec")]
+        );
+        let index = r#"{"metadata": {}, "weight_map": {"x": "s2.safetensors", "y": "s1.safetensors", "z": "s2.safetensors"}}"#;
+        fs::write(p.join(INDEX), index).unwrap();
+        assert_eq!(
+            weight_files(p).unwrap(),
+            [p.join("s1.safetensors.enec"), p.join("s2.safetensors.enec")]
+        );
+        for bad in [
+            r#"{"weight_map": {"x": "../s.safetensors"}}"#,
+            r#"{"weight_map": {"x": "/etc/s.safetensors"}}"#,
+            r#"{"weight_map": {"x": 3}}"#,
+            r#"{"weight_map": {}}"#,
+            r#"{"weights": {}}"#,
+            "not json",
+        ] {
+            fs::write(p.join(INDEX), bad).unwrap();
+            let e = weight_files(p).unwrap_err();
+            assert!(matches!(e, FolderError::BadIndex { .. }), "{bad}: {e}");
+        }
     }
 
     #[cfg(unix)]

@@ -291,6 +291,25 @@ fn decompress_dir(
     })
 }
 
+/// weight_files(folder)
+/// --
+///
+/// The checkpoints holding the weights of the compressed model folder `folder`, in load order:
+/// the shards its `model.safetensors.index.json` names (each plus `.enec`), or without an index
+/// every `*.safetensors.enec` file in it.
+#[pyfunction]
+fn weight_files(folder: PathBuf) -> PyResult<Vec<PathBuf>> {
+    folder::weight_files(&folder).map_err(folder_error)
+}
+
+/// The Python exception of a folder that cannot be planned or read.
+fn folder_error(e: FolderError) -> PyErr {
+    match e {
+        FolderError::Io { path, error } => os_error(&path, error),
+        e => enec_error(e.to_string()),
+    }
+}
+
 /// Takes the folder `src` into `dst` as [`folder::plan`] says: folders made, other files
 /// copied, and `code` for each file to compress or restore (it returns the bytes it wrote).
 /// Returns the bytes written.
@@ -300,12 +319,8 @@ fn run_folder(
     dst: &Path,
     mut code: impl FnMut(&Path, &Path) -> PyResult<u64>,
 ) -> PyResult<u64> {
-    let fail = |e: FolderError| match e {
-        FolderError::Io { path, error } => os_error(&path, error),
-        e => enec_error(e.to_string()),
-    };
-    folder::check_output(src, dst).map_err(fail)?;
-    let items = folder::plan(direction, src).map_err(fail)?;
+    folder::check_output(src, dst).map_err(folder_error)?;
+    let items = folder::plan(direction, src).map_err(folder_error)?;
     std::fs::create_dir_all(dst).map_err(|e| os_error(dst, e))?;
     let mut written = 0;
     for item in &items {
@@ -563,32 +578,44 @@ impl Checkpoint {
         for t in missing {
             let len = t.end - t.start;
             let at = runs.partition_point(|(_, e)| e.original_offset + e.original_len <= t.start);
-            let Some((number, run)) = runs.get(at).filter(|(_, e)| {
+            let held = runs.get(at).filter(|(_, e)| {
                 e.original_offset <= t.start && t.end <= e.original_offset + e.original_len
-            }) else {
-                if len == 0 {
-                    continue;
+            });
+            // Where the tensor's bytes lie in the container, and a piece to take its entry's
+            // form from. An empty tensor has no bytes: it need not lie in any run.
+            let (offset, part, run) = match held {
+                Some((number, run)) => {
+                    if !verified[at] {
+                        if enec::wrapped::piece_checksum(self.container.payload(run))
+                            != run.checksum
+                        {
+                            let error = enec::container::ContainerError::RawChecksumMismatch {
+                                entry: *number,
+                            };
+                            return Err(enec_error(decode::message(
+                                &self.name,
+                                &self.container,
+                                error,
+                            )));
+                        }
+                        verified[at] = true;
+                    }
+                    let delta = t.start - run.original_offset;
+                    let part = &self.container.payload(run)[delta as usize..][..len as usize];
+                    (run.offset + delta, part, (*number, run.clone()))
                 }
-                return Err(enec_error(format!(
-                    "{}: tensor \"{}\" lies in no verbatim piece",
-                    self.name, t.name
-                )));
+                None if len == 0 => match self.container.entries().next() {
+                    Some(first) => (first.1.offset, &[][..], first),
+                    None => continue,
+                },
+                None => {
+                    return Err(enec_error(format!(
+                        "{}: tensor \"{}\" lies in no verbatim piece",
+                        self.name, t.name
+                    )))
+                }
             };
-            let payload = self.container.payload(run);
-            if !verified[at] {
-                if enec::wrapped::piece_checksum(payload) != run.checksum {
-                    let error =
-                        enec::container::ContainerError::RawChecksumMismatch { entry: *number };
-                    return Err(enec_error(decode::message(
-                        &self.name,
-                        &self.container,
-                        error,
-                    )));
-                }
-                verified[at] = true;
-            }
-            let delta = t.start - run.original_offset;
-            let part = &payload[delta as usize..][..len as usize];
+            let (number, run) = (&run.0, &run.1);
             let mut shape = run.shape.clone();
             shape.clear();
             shape.extend_from_slice(&t.shape).map_err(|_| {
@@ -615,7 +642,7 @@ impl Checkpoint {
                 shape,
                 original_offset: t.start,
                 original_len: len,
-                offset: run.offset + delta,
+                offset,
                 len,
                 checksum: enec::wrapped::piece_checksum(part),
             };
@@ -855,6 +882,7 @@ fn _enec(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(decompress_file, m)?)?;
     m.add_function(wrap_pyfunction!(compress_dir, m)?)?;
     m.add_function(wrap_pyfunction!(decompress_dir, m)?)?;
+    m.add_function(wrap_pyfunction!(weight_files, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_library, m)?)?;
     Ok(())
 }

@@ -551,3 +551,29 @@ def test_framework_names_as_in_safetensors(checkpoint):
             assert f.get_tensor("i64").dtype == np.int64
     with pytest.raises(ValueError, match="framework 'tf'"):
         enec.safe_open(compressed, framework="tf")
+
+
+def test_empty_tensors_outside_every_verbatim_run_are_listed(tmp_path):
+    # Zero-length tensors between enec pieces lie in no run of verbatim bytes: each still loads.
+    rng = np.random.default_rng(5)
+    big = rng.normal(0.0, 0.02, size=20000).astype(np.float32)
+    tensors = {
+        "a": big,
+        "empty.f32": np.zeros(0, dtype=np.float32),
+        "empty.bf16": np.zeros((2, 0, 3), dtype=ml_dtypes.bfloat16),
+        "z": big[::-1].copy(),
+    }
+    original = tmp_path / "empty.safetensors"
+    safetensors.numpy.save_file(tensors, original)
+    compressed = tmp_path / "empty.enec"
+    enec.compress_file(original, compressed)
+    loaded = enec.numpy.load_file(compressed)
+    assert sorted(loaded) == sorted(tensors)
+    for name, array in tensors.items():
+        assert loaded[name].dtype == array.dtype and loaded[name].shape == array.shape, name
+    only_empty = {k: v for k, v in tensors.items() if k.startswith("empty")}
+    safetensors.numpy.save_file(only_empty, original)
+    enec.compress_file(original, compressed)
+    with enec.safe_open(compressed, framework="np") as f:
+        assert sorted(f.keys()) == sorted(only_empty)
+        assert f.get_tensor("empty.bf16").shape == (2, 0, 3)

@@ -7,7 +7,9 @@ An ``.enec`` checkpoint holds a safetensors file with its BF16, F16, F32 and FP8
   conversions; :func:`compress_dir` / :func:`decompress_dir` the same over a model folder
   (every shard of a sharded checkpoint, the other files copied).
 - :mod:`enec.numpy` / :mod:`enec.torch`: ``load_file``, ``load``, ``save_file``, as in
-  ``safetensors.numpy`` / ``safetensors.torch``.
+  ``safetensors.numpy`` / ``safetensors.torch``; ``enec.torch.load_model`` takes a checkpoint or
+  a compressed model folder.
+- :mod:`enec.transformers`: ``from_pretrained`` of a compressed Hugging Face folder.
 - :class:`safe_open`: one tensor at a time, decoding only the tensors asked for.
 
 Tensors are decoded straight into the memory of the arrays returned, frames in parallel, the GIL
@@ -39,11 +41,13 @@ __all__ = [
     "safe_open",
     "numpy",
     "torch",
+    "transformers",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    # enec.torch is imported on first use: torch is optional, and slow to import.
-    if name == "torch":
-        return importlib.import_module(".torch", __name__)
+    # enec.torch and enec.transformers are imported on first use: torch and transformers are
+    # optional, and slow to import.
+    if name in ("torch", "transformers"):
+        return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -58,6 +58,9 @@ def decompress_dir(src: _Path, dst: _Path, *, threads: Optional[int] = None) -> 
     """Restores the model folder that ``compress_dir`` made: every ``NAME.enec`` back to
     ``NAME``, every other file copied, every checksum verified; returns the bytes written."""
 
+def weight_files(folder: _Path) -> List[str]:
+    """The checkpoints holding the weights of a compressed model folder, in load order."""
+
 class Checkpoint:
     """An open enec checkpoint: its index parsed, nothing decoded."""
 

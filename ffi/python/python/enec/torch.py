@@ -4,14 +4,14 @@ Importing this module needs PyTorch; building and installing the package does no
 """
 
 import os
-from typing import Dict, Optional, Union
+from typing import Dict, List, Optional, Tuple, Union
 
 try:
     import torch
 except ImportError:
     raise ImportError("enec.torch needs PyTorch: pip install torch") from None
 
-from . import _frameworks
+from . import _enec, _frameworks
 from ._open import safe_open
 
 _Path = Union[str, "os.PathLike[str]"]
@@ -31,6 +31,57 @@ def load_file(
     """
     with safe_open(filename, framework="pt", device=device, threads=threads) as f:
         return f.get_tensors()
+
+
+def load_folder(
+    folder: _Path, device: str = "cpu", *, threads: Optional[int] = None
+) -> Dict[str, torch.Tensor]:
+    """Every tensor of the compressed model folder ``folder`` (what ``enec compress DIR OUT`` or
+    :func:`enec.compress_dir` made of a Hugging Face folder), by name: the tensors of each shard
+    its ``model.safetensors.index.json`` names, or without an index of every
+    ``*.safetensors.enec`` file in it, loaded as :func:`load_file` loads them. A tensor found in
+    two shards raises :class:`enec.EnecError`."""
+    tensors: Dict[str, torch.Tensor] = {}
+    for shard in _enec.weight_files(folder):
+        for name, tensor in load_file(shard, device, threads=threads).items():
+            if name in tensors:
+                raise _enec.EnecError(f"{shard}: tensor {name!r} is in an earlier shard too")
+            tensors[name] = tensor
+    return tensors
+
+
+def load_model(
+    model: torch.nn.Module,
+    filename: _Path,
+    strict: bool = True,
+    device: str = "cpu",
+    *,
+    threads: Optional[int] = None,
+) -> Tuple[List[str], List[str]]:
+    """Loads the enec checkpoint ``filename``, or the compressed model folder ``filename``
+    (:func:`load_folder`), into ``model``, as ``safetensors.torch.load_model`` does: a name of
+    ``model`` whose tensor shares memory with a loaded one (tied weights, saved once) is loaded
+    with it, not missing. Returns the ``(missing, unexpected)`` names; with ``strict``, either
+    raises ``RuntimeError``."""
+    if os.path.isdir(filename):
+        state_dict = load_folder(filename, device, threads=threads)
+    else:
+        state_dict = load_file(filename, device, threads=threads)
+    result = model.load_state_dict(state_dict, strict=False)
+    missing, unexpected = list(result.missing_keys), list(result.unexpected_keys)
+    groups: Dict[tuple, List[str]] = {}
+    for name, tensor in model.state_dict(keep_vars=True).items():
+        if tensor.device.type != "meta" and tensor.numel() > 0:
+            where = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape))
+            groups.setdefault(where, []).append(name)
+    tied = {n for names in groups.values() if any(n in state_dict for n in names) for n in names}
+    missing = [n for n in missing if n not in tied]
+    if strict and (missing or unexpected):
+        raise RuntimeError(
+            f"Error(s) in loading state_dict for {type(model).__name__}: "
+            f"missing keys {missing}, unexpected keys {unexpected}"
+        )
+    return missing, unexpected
 
 
 def load(
@@ -61,4 +112,4 @@ def save_file(
     _frameworks.save_file("torch", tensors, filename, metadata, options)
 
 
-__all__ = ["load_file", "load", "save_file"]
+__all__ = ["load_file", "load", "load_folder", "load_model", "save_file"]
