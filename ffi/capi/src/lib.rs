@@ -18,8 +18,8 @@
 //!
 //! Nothing here allocates. Every function checks its pointers for NULL and its arguments for
 //! range and returns an [`EnecStatus`]; those that take an [`EnecErrorDetail`] write it on every
-//! return, with a message ([`enec_status_message`] describes a status alone). A panic aborts (the
-//! crate is built with `panic = "abort"`) and cannot unwind into C.
+//! return, with a message ([`enec_status_message`] describes a status alone). A panic would abort (Rust
+//! aborts a panic that reaches an `extern "C"` function) and cannot unwind into C.
 #![allow(clippy::missing_safety_doc)] // each function documents its contract in "Safety" prose
 #![deny(unsafe_op_in_unsafe_fn)]
 
