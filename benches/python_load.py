@@ -6,7 +6,8 @@
 Compresses the checkpoint with enec (and, per tensor, with ZipNN), then times, in one run,
 round-robin with the order rotated every round (page cache warm), each loader alone and then
 followed by copying every tensor into preallocated parameters (what ``load_state_dict`` does;
-safetensors' tensors are views of the mapped file, read only when used):
+safetensors' tensors are views of the mapped file, read only when used), and with torch the
+``load_model`` calls into a module holding those parameters (enec decodes into them directly):
 
 - ``enec.torch.load_file`` of the .enec file,
 - ``safetensors.torch.load_file`` of the uncompressed file,
@@ -67,6 +68,22 @@ def torch_loaders(original, compressed, threads):
 
     loaders["ZipNN decompress (from memory)"] = zipnn_load
     return loaders, torch_bytes, torch_copy, lambda t: t.clone()
+
+
+def module_of(tensors):
+    """A torch module whose parameters are ``tensors`` (dotted names as submodules)."""
+    import torch
+
+    root = torch.nn.Module()
+    for name, tensor in tensors.items():
+        *path, leaf = name.split(".")
+        module = root
+        for part in path:
+            if not hasattr(module, part):
+                module.add_module(part, torch.nn.Module())
+            module = getattr(module, part)
+        module.register_parameter(leaf, torch.nn.Parameter(tensor, requires_grad=False))
+    return root
 
 
 def torch_bytes(tensor):
@@ -157,6 +174,17 @@ def main():
     for name in names:
         runs[(name, "load_file")] = loaders[name]
         runs[(name, "load_file + copy into parameters")] = copied(loaders[name])
+    if use_torch:
+        from enec import torch as enec_torch
+        from safetensors import torch as safetensors_torch
+
+        model = module_of(parameters)
+        runs[("safetensors.torch.load_model", "load_model")] = lambda: safetensors_torch.load_model(
+            model, original
+        )
+        runs[("enec.torch.load_model", "load_model")] = lambda: enec_torch.load_model(
+            model, compressed, threads=args.threads
+        )
     keys = list(runs)
     times = {key: [] for key in keys}
     cpu = {key: [] for key in keys}
@@ -171,12 +199,13 @@ def main():
 
     print(
         f"\n{args.rounds} rounds, order rotated each round; median ms, "
-        f"and median of the per-round ratios to {names[0]}; CPU: median ms of CPU time, all threads"
+        "and median of the per-round ratios to the first row; CPU: median ms of CPU time, all threads"
     )
-    for what in ("load_file", "load_file + copy into parameters"):
+    for what in dict.fromkeys(w for _, w in keys):
         print(f"{what}:")
-        base = times[(names[0], what)]
-        for name in names:
+        group = [name for name, w in keys if w == what]
+        base = times[(group[0], what)]
+        for name in group:
             mine = times[(name, what)]
             ratios = [t / b for t, b in zip(mine, base)]
             print(

@@ -95,3 +95,29 @@ def test_from_pretrained_gives_the_same_embeddings_bit_for_bit(tmp_path):
         got = model(**batch).last_hidden_state
     assert type(model).__name__ == "BertModel"
     assert torch.equal(got, want)
+
+
+def test_load_model_decodes_into_the_parameters_it_can(tmp_path):
+    torch.manual_seed(1)
+    source = Tied().to(torch.bfloat16)
+    safetensors.torch.save_model(source, tmp_path / "m.safetensors")
+    enec.compress_file(tmp_path / "m.safetensors", tmp_path / "m.enec")
+    target = Tied().to(torch.bfloat16)
+    copied = []
+    load_state_dict = target.load_state_dict
+    target.load_state_dict = lambda sd, strict: (copied.extend(sd), load_state_dict(sd, strict))[1]
+    assert enec.torch.load_model(target, tmp_path / "m.enec") == ([], [])
+    assert copied == []  # every tensor decoded straight into its parameter
+    for name, tensor in source.state_dict().items():
+        assert torch.equal(target.state_dict()[name], tensor), name
+    # A parameter that is not contiguous, and a model of another dtype, load through
+    # load_state_dict.
+    strided = Tied().to(torch.bfloat16)
+    strided.norm.weight = torch.nn.Parameter(torch.empty(64, 2, dtype=torch.bfloat16)[:, 0])
+    assert not strided.norm.weight.is_contiguous()
+    assert enec.torch.load_model(strided, tmp_path / "m.enec") == ([], [])
+    assert torch.equal(strided.norm.weight, source.norm.weight)
+    wider = Tied()
+    assert enec.torch.load_model(wider, tmp_path / "m.enec") == ([], [])
+    for name, tensor in source.state_dict().items():
+        assert torch.equal(wider.state_dict()[name], tensor.float()), name

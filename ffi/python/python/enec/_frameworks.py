@@ -327,22 +327,29 @@ def load_one(
 
 
 def load_all(
-    checkpoint: Any, tensors: Tensors, framework: Framework, device: Any
+    checkpoint: Any,
+    tensors: Tensors,
+    framework: Framework,
+    device: Any,
+    into: Optional[Dict[int, int]] = None,
 ) -> Dict[str, Any]:
     """Every tensor of ``checkpoint``, by name, in file order, each decoded into an array with
     memory of its own (one tensor kept alive holds only its own bytes), all with one call:
     small tensors and the frames of large ones shared among the threads alike, the GIL
-    released."""
-    arrays = []
+    released. ``into``: per tensor position, the address of existing memory of the tensor's
+    byte length to decode it into instead (a model's parameter); those are not returned."""
+    into = into or {}
+    arrays = {}
     parts = []
     for index, (name, dtype, shape, nbytes) in enumerate(t[:4] for t in tensors):
+        if index in into:
+            parts.append((index, into[index], nbytes))
+            continue
         array, address = framework.empty(f'tensor "{name}"', dtype, shape, nbytes)
-        arrays.append(array)
+        arrays[index] = array
         parts.append((index, address, nbytes))
     checkpoint.decode_tensors_into(parts)
-    return {
-        t[0]: framework.to_device(array, device) for t, array in zip(tensors, arrays)
-    }
+    return {tensors[i][0]: framework.to_device(array, device) for i, array in arrays.items()}
 
 
 def save_file(

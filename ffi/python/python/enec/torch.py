@@ -62,19 +62,55 @@ def load_model(
     (:func:`load_folder`), into ``model``, as ``safetensors.torch.load_model`` does: a name of
     ``model`` whose tensor shares memory with a loaded one (tied weights, saved once) is loaded
     with it, not missing. Returns the ``(missing, unexpected)`` names; with ``strict``, either
-    raises ``RuntimeError``."""
-    if os.path.isdir(filename):
-        state_dict = load_folder(filename, device, threads=threads)
-    else:
-        state_dict = load_file(filename, device, threads=threads)
+    raises ``RuntimeError``.
+
+    A tensor whose parameter or buffer in ``model`` is a contiguous tensor on ``device`` (the
+    CPU) of the same dtype and shape is decoded straight into its memory, with no copy; the
+    others go through ``model.load_state_dict``. So a damaged file can leave ``model`` partly
+    loaded, as a failing ``load_state_dict`` can."""
+    paths = _enec.weight_files(filename) if os.path.isdir(filename) else [filename]
+    targets = model.state_dict(keep_vars=True)
+    state_dict: Dict[str, torch.Tensor] = {}
+    in_place = set()
+    taken = set()
+    for path in paths:
+        with safe_open(path, framework="pt", device=device, threads=threads) as f:
+            names = [t[0] for t in f._tensors]
+            for name in names:
+                if name in state_dict or name in in_place:
+                    raise _enec.EnecError(f"{path}: tensor {name!r} is in an earlier shard too")
+            if f._on_gpu():
+                state_dict.update(f.get_tensors())
+                continue
+            into = {}
+            for index, (name, dtype, shape, nbytes) in enumerate(t[:4] for t in f._tensors):
+                target = targets.get(name)
+                if (
+                    target is not None
+                    and nbytes > 0
+                    and target.device == f._device
+                    and f._device.type == "cpu"  # decoded here, through a host address
+                    and target.dtype == getattr(torch, _frameworks._TORCH_DTYPES.get(dtype, ""), None)
+                    and list(target.shape) == list(shape)
+                    and target.is_contiguous()
+                    and target.data_ptr() not in taken  # tied names: decoded once
+                ):
+                    into[index] = target.data_ptr()
+                    taken.add(target.data_ptr())
+                    in_place.add(name)
+            with torch.no_grad():
+                loaded = _frameworks.load_all(f._open(), f._tensors, f._framework, f._device, into)
+            state_dict.update(loaded)
     result = model.load_state_dict(state_dict, strict=False)
-    missing, unexpected = list(result.missing_keys), list(result.unexpected_keys)
+    missing = [n for n in result.missing_keys if n not in in_place]
+    unexpected = list(result.unexpected_keys)
+    loaded_names = in_place | set(state_dict)
     groups: Dict[tuple, List[str]] = {}
-    for name, tensor in model.state_dict(keep_vars=True).items():
+    for name, tensor in targets.items():
         if tensor.device.type != "meta" and tensor.numel() > 0:
             where = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape))
             groups.setdefault(where, []).append(name)
-    tied = {n for names in groups.values() if any(n in state_dict for n in names) for n in names}
+    tied = {n for names in groups.values() if any(n in loaded_names for n in names) for n in names}
     missing = [n for n in missing if n not in tied]
     if strict and (missing or unexpected):
         raise RuntimeError(
