@@ -10,6 +10,8 @@
 //!   for a writer that receives the file's bytes in parts.
 //! - [`restore_with`] and [`restore`] give the original bytes back, every checksum verified;
 //!   [`describe_error`] names the piece an error lies in.
+//! - [`unindexed`] finds the tensors that have no index entry of their own (small ones kept in
+//!   runs of verbatim bytes), through the safetensors header.
 //! - [`folder`] plans a model folder's compression or restore, file by file (sharded
 //!   checkpoints and the files beside them).
 //!
@@ -37,6 +39,9 @@
 
 pub mod folder;
 pub mod safetensors;
+mod unindexed;
+
+pub use unindexed::{unindexed, Unindexed};
 
 use core::fmt;
 use std::io::{self, Seek, SeekFrom, Write};

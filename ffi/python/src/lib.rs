@@ -7,8 +7,8 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
+use enec::checkpoint;
 use enec::checkpoint::folder::{self, Direction, FolderError, Step};
-use enec::checkpoint::safetensors;
 use enec::container::{Container, Entry, PieceKind, MAGIC as CONTAINER_MAGIC};
 use enec::format::MAGIC as STREAM_MAGIC;
 use enec::{Coding, Dtype, EncodeOptions};
@@ -558,64 +558,42 @@ impl Checkpoint {
     /// verbatim bytes (FORMAT.md 9.6), each with an entry of its own made here (its payload
     /// the part of the run that holds it, its checksum that part's, once the run's is verified).
     fn add_unindexed(&mut self, start: &[u8]) -> PyResult<()> {
-        let original_len = self.container.original_len();
-        let Ok(found) = safetensors::parse_prefix(start, original_len) else {
-            return Ok(());
-        };
-        let missing: Vec<_> = found
-            .into_iter()
-            .filter(|t| !self.by_name.contains_key(t.name.as_str()))
-            .collect();
-        if missing.is_empty() {
-            return Ok(());
-        }
-        let runs: Vec<(u64, Entry<'static>)> = self
-            .container
-            .entries()
-            .filter(|(_, e)| e.kind == PieceKind::Raw && !e.is_tensor())
-            .collect();
-        let mut verified = vec![false; runs.len()];
-        for t in missing {
+        let found = checkpoint::unindexed(&self.container, start).map_err(|t| {
+            enec_error(format!(
+                "{}: tensor \"{}\" lies in no verbatim piece",
+                self.name, t.name
+            ))
+        })?;
+        let mut verified = std::collections::HashSet::new();
+        for checkpoint::Unindexed {
+            tensor: t,
+            run,
+            offset,
+        } in found
+        {
             let len = t.end - t.start;
-            let at = runs.partition_point(|(_, e)| e.original_offset + e.original_len <= t.start);
-            let held = runs.get(at).filter(|(_, e)| {
-                e.original_offset <= t.start && t.end <= e.original_offset + e.original_len
-            });
-            // Where the tensor's bytes lie in the container, and a piece to take its entry's
-            // form from. An empty tensor has no bytes: it need not lie in any run.
-            let (offset, part, run) = match held {
-                Some((number, run)) => {
-                    if !verified[at] {
-                        if enec::wrapped::piece_checksum(self.container.payload(run))
-                            != run.checksum
-                        {
-                            let error = enec::container::ContainerError::RawChecksumMismatch {
-                                entry: *number,
-                            };
-                            return Err(enec_error(decode::message(
-                                &self.name,
-                                &self.container,
-                                error,
-                            )));
-                        }
-                        verified[at] = true;
-                    }
-                    let delta = t.start - run.original_offset;
-                    let part = &self.container.payload(run)[delta as usize..][..len as usize];
-                    (run.offset + delta, part, (*number, run.clone()))
-                }
-                None if len == 0 => match self.container.entries().next() {
-                    Some(first) => (first.1.offset, &[][..], first),
-                    None => continue,
-                },
-                None => {
-                    return Err(enec_error(format!(
-                        "{}: tensor \"{}\" lies in no verbatim piece",
-                        self.name, t.name
-                    )))
-                }
+            // An empty tensor in no run takes its entry's form from the first piece.
+            let Some((number, run)) = run.or_else(|| self.container.entries().next()) else {
+                continue;
             };
-            let (number, run) = (&run.0, &run.1);
+            let part = if len == 0 {
+                &[][..]
+            } else {
+                let payload = self.container.payload(&run);
+                if verified.insert(number) && enec::wrapped::piece_checksum(payload) != run.checksum
+                {
+                    let error =
+                        enec::container::ContainerError::RawChecksumMismatch { entry: number };
+                    return Err(enec_error(decode::message(
+                        &self.name,
+                        &self.container,
+                        error,
+                    )));
+                }
+                let delta = (offset - run.offset) as usize;
+                &payload[delta..][..len as usize]
+            };
+            let (number, run) = (&number, &run);
             let mut shape = run.shape.clone();
             shape.clear();
             shape.extend_from_slice(&t.shape).map_err(|_| {

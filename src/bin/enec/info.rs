@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::decompress::{self, Kind};
 use crate::error::{say, Result};
 use crate::input;
-use enec::checkpoint::safetensors;
+use enec::checkpoint;
 
 /// What one piece holds.
 struct Row {
@@ -115,27 +115,13 @@ fn count_unindexed(c: &Container<'_>, rows: &mut [Row]) {
     if first.kind != PieceKind::Raw || first.is_tensor() {
         return;
     }
-    let Ok(tensors) = safetensors::parse_prefix(c.payload(&first), c.original_len()) else {
+    let Ok(found) = checkpoint::unindexed(c, c.payload(&first)) else {
         return;
     };
-    let entries: Vec<_> = c.entries().map(|(_, e)| e).collect();
-    let indexed: std::collections::HashSet<&str> = entries
-        .iter()
-        .filter(|e| e.is_tensor())
-        .map(|e| e.name)
-        .collect();
-    for t in tensors {
-        if indexed.contains(t.name.as_str()) {
-            continue;
-        }
-        let at = entries.partition_point(|e| e.original_offset + e.original_len <= t.start);
-        if let (Some(e), Some(row)) = (entries.get(at), rows.get_mut(at)) {
-            if e.kind == PieceKind::Raw
-                && !e.is_tensor()
-                && t.end <= e.original_offset + e.original_len
-            {
-                row.holds += 1;
-            }
+    for (number, _) in found.iter().filter_map(|u| u.run.as_ref()) {
+        // Rows are the entries, in order.
+        if let Some(row) = usize::try_from(*number).ok().and_then(|n| rows.get_mut(n)) {
+            row.holds += 1;
         }
     }
 }
