@@ -55,9 +55,6 @@ fi
 
 nice -n "$nice_level" cargo +nightly fuzz build
 
-# Worker threads' thread-locals outlive their join for a moment: see lsan.supp.
-export LSAN_OPTIONS="suppressions=$PWD/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
-
 # Seeds and input size limit per target.
 seeds_of() {
     case "$1" in
@@ -92,7 +89,7 @@ print_report() {
     local new
     new=$(findings | comm -13 "$before" -)
     if [ -n "$new" ]; then
-        echo "new findings (reproduce: LSAN_OPTIONS=suppressions=fuzz/lsan.supp cargo +nightly fuzz run TARGET FILE):"
+        echo "new findings (reproduce: cargo +nightly fuzz run TARGET FILE):"
         echo "$new" | sed 's/^/  fuzz\//'
         status=1
     else

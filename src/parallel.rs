@@ -324,9 +324,9 @@ where
     let (done_tx, done_rx) = mpsc::channel::<Done<T, R, E>>();
     let job_rx = Mutex::new(job_rx);
     thread::scope(|scope| {
-        // Owned here: dropped when this returns, which lets the workers go before they are
-        // joined.
+        // Owned here: dropped before the workers are joined, which lets them go.
         let (job_tx, done_rx) = (job_tx, done_rx);
+        let mut workers = Vec::new();
         for _ in 0..thread_count(threads) {
             let (job_rx, done_tx) = (&job_rx, done_tx.clone());
             let worker = move || loop {
@@ -346,78 +346,90 @@ where
                 }
             };
             // A thread the system refuses is one worker fewer, not an error.
-            let _ = thread::Builder::new().spawn_scoped(scope, worker);
+            workers.extend(thread::Builder::new().spawn_scoped(scope, worker).ok());
         }
         drop(done_tx);
-        // Jobs handed out and not yet emitted, by their first unit.
-        let mut waiting: BTreeMap<usize, Done<T, R, E>> = BTreeMap::new();
-        let (mut next, mut emitted, mut bytes) = (0usize, 0usize, 0usize);
-        let mut spare: Vec<Vec<u8>> = Vec::new();
-        let mut failure = None;
-        let mut exhausted = false;
-        loop {
-            // Hand out jobs while there is room.
-            while !exhausted && bytes < IN_FLIGHT_BYTES && next - emitted < IN_FLIGHT_UNITS {
-                let mut job = Batch {
-                    first: next,
-                    units: Vec::new(),
-                    buffers: Vec::new(),
-                    bytes: 0,
-                };
-                while job.bytes < JOB_BYTES && next - emitted < IN_FLIGHT_UNITS {
-                    match units.next() {
-                        Some(Ok(unit)) => {
-                            job.bytes = job.bytes.saturating_add(weight(&unit));
-                            job.units.push(unit);
-                            job.buffers.push(spare.pop().unwrap_or_default());
-                            next += 1;
-                        }
-                        end => {
-                            failure = end.and_then(core::result::Result::err);
-                            exhausted = true;
-                            break;
+        let result = (|| {
+            // Jobs handed out and not yet emitted, by their first unit.
+            let mut waiting: BTreeMap<usize, Done<T, R, E>> = BTreeMap::new();
+            let (mut next, mut emitted, mut bytes) = (0usize, 0usize, 0usize);
+            let mut spare: Vec<Vec<u8>> = Vec::new();
+            let mut failure = None;
+            let mut exhausted = false;
+            loop {
+                // Hand out jobs while there is room.
+                while !exhausted && bytes < IN_FLIGHT_BYTES && next - emitted < IN_FLIGHT_UNITS {
+                    let mut job = Batch {
+                        first: next,
+                        units: Vec::new(),
+                        buffers: Vec::new(),
+                        bytes: 0,
+                    };
+                    while job.bytes < JOB_BYTES && next - emitted < IN_FLIGHT_UNITS {
+                        match units.next() {
+                            Some(Ok(unit)) => {
+                                job.bytes = job.bytes.saturating_add(weight(&unit));
+                                job.units.push(unit);
+                                job.buffers.push(spare.pop().unwrap_or_default());
+                                next += 1;
+                            }
+                            end => {
+                                failure = end.and_then(core::result::Result::err);
+                                exhausted = true;
+                                break;
+                            }
                         }
                     }
+                    if job.units.is_empty() {
+                        break;
+                    }
+                    bytes = bytes.saturating_add(job.bytes);
+                    // The workers hold the receiver until `job_tx` is dropped.
+                    let _ = job_tx.send(job);
                 }
-                if job.units.is_empty() {
-                    break;
-                }
-                bytes = bytes.saturating_add(job.bytes);
-                // The workers hold the receiver until `job_tx` is dropped.
-                let _ = job_tx.send(job);
-            }
-            if emitted == next {
-                return failure.map_or(Ok(()), Err);
-            }
-            // Emit the jobs that are next in order as they come.
-            let Ok(done) = done_rx.recv() else {
-                // No worker left (none could be started): work here.
-                let Ok(mut job) = job_rx
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .try_recv()
-                else {
+                if emitted == next {
                     return failure.map_or(Ok(()), Err);
+                }
+                // Emit the jobs that are next in order as they come.
+                let Ok(done) = done_rx.recv() else {
+                    // No worker left (none could be started): work here.
+                    let Ok(mut job) = job_rx
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .try_recv()
+                    else {
+                        return failure.map_or(Ok(()), Err);
+                    };
+                    let mut results = Vec::new();
+                    for (unit, buffer) in job.units.iter().zip(&mut job.buffers) {
+                        results.push(work(unit, buffer));
+                    }
+                    waiting.insert(job.first, (job, results));
+                    continue;
                 };
-                let mut results = Vec::new();
-                for (unit, buffer) in job.units.iter().zip(&mut job.buffers) {
-                    results.push(work(unit, buffer));
+                waiting.insert(done.0.first, done);
+                while let Some((job, results)) = waiting.remove(&emitted) {
+                    let count = job.units.len();
+                    for ((unit, buffer), result) in
+                        job.units.into_iter().zip(&job.buffers).zip(results)
+                    {
+                        emit(unit, result?, buffer)?;
+                    }
+                    emitted += count;
+                    bytes -= job.bytes;
+                    spare.extend(job.buffers);
                 }
-                waiting.insert(job.first, (job, results));
-                continue;
-            };
-            waiting.insert(done.0.first, done);
-            while let Some((job, results)) = waiting.remove(&emitted) {
-                let count = job.units.len();
-                for ((unit, buffer), result) in job.units.into_iter().zip(&job.buffers).zip(results)
-                {
-                    emit(unit, result?, buffer)?;
-                }
-                emitted += count;
-                bytes -= job.bytes;
-                spare.extend(job.buffers);
+            }
+        })();
+        drop((job_tx, done_rx));
+        // Joined here, not by the scope's end: a join waits until the thread has exited (its
+        // thread-locals freed), the scope only until its closure has returned.
+        for worker in workers {
+            if let Err(panic) = worker.join() {
+                std::panic::resume_unwind(panic);
             }
         }
+        result
     })
 }
 
