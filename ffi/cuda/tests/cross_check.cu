@@ -361,17 +361,26 @@ static void run_manifest(const std::string& repo, const std::string& top, const 
   }
 }
 
-static void run_golden(const std::string& repo) {
-  const std::string dir = repo + "/tests/golden/v1";
+// The rows of a golden-file folder's MANIFEST.tsv (name, dtype, frame_len, coding, checksums,
+// ...), its header line left out; none (said once) where the folder has no manifest.
+static std::vector<std::vector<std::string>> golden_rows(const std::string& dir) {
+  std::vector<std::vector<std::string>> rows;
   Bytes text;
   if (!read_file(dir + "/MANIFEST.tsv", text)) {
-    printf("(no golden files)\n");
-    return;
+    printf("(no golden files in %s)\n", dir.c_str());
+    return rows;
   }
   auto lines = split(std::string(text.begin(), text.end()), '\n');
   for (size_t i = 1; i < lines.size(); i++) {
     auto c = split(lines[i], '\t');
-    if (c.size() < 5) continue;
+    if (c.size() >= 5) rows.push_back(c);
+  }
+  return rows;
+}
+
+static void run_golden(const std::string& repo) {
+  const std::string dir = repo + "/tests/golden/v1";
+  for (const auto& c : golden_rows(dir)) {
     Bytes stream, raw;
     if (!read_file(dir + "/" + c[0] + ".enec", stream) || !read_file(dir + "/" + c[0] + ".bin", raw)) {
       report(false, "golden " + c[0], "files missing");
@@ -393,15 +402,7 @@ static void run_golden(const std::string& repo) {
 // and the encoder refuses their dtype codes.
 static void run_golden_fp8_refused(const std::string& repo) {
   const std::string dir = repo + "/tests/golden/v1.1";
-  Bytes text;
-  if (!read_file(dir + "/MANIFEST.tsv", text)) {
-    printf("(no v1.1 golden files)\n");
-    return;
-  }
-  auto lines = split(std::string(text.begin(), text.end()), '\n');
-  for (size_t i = 1; i < lines.size(); i++) {
-    auto c = split(lines[i], '\t');
-    if (c.size() < 5) continue;
+  for (const auto& c : golden_rows(dir)) {
     Bytes stream;
     if (!read_file(dir + "/" + c[0] + ".enec", stream)) {
       report(false, "golden v1.1 " + c[0], "file missing");

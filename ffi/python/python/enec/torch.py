@@ -4,7 +4,7 @@ Importing this module needs PyTorch; building and installing the package does no
 """
 
 import os
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 try:
     import torch
@@ -42,12 +42,23 @@ def load_folder(
     ``*.safetensors.enec`` file in it, loaded as :func:`load_file` loads them. A tensor found in
     two shards raises :class:`enec.EnecError`."""
     tensors: Dict[str, torch.Tensor] = {}
-    for shard in _enec.weight_files(folder):
-        for name, tensor in load_file(shard, device, threads=threads).items():
-            if name in tensors:
-                raise _enec.EnecError(f"{shard}: tensor {name!r} is in an earlier shard too")
-            tensors[name] = tensor
+    for shard in _checkpoints(folder):
+        with safe_open(shard, framework="pt", device=device, threads=threads) as f:
+            _check_new(shard, f, tensors)
+            tensors.update(f.get_tensors())
     return tensors
+
+
+def _checkpoints(filename: _Path) -> List[_Path]:
+    """The checkpoint ``filename``, or the shards of the compressed model folder ``filename``."""
+    return _enec.weight_files(filename) if os.path.isdir(filename) else [filename]
+
+
+def _check_new(shard: _Path, f: safe_open, loaded: Any) -> None:
+    """Raises :class:`enec.EnecError` where ``f`` holds a tensor of an earlier shard."""
+    for name, *_ in f._tensors:
+        if name in loaded:
+            raise _enec.EnecError(f"{shard}: tensor {name!r} is in an earlier shard too")
 
 
 def load_model(
@@ -68,17 +79,13 @@ def load_model(
     CPU) of the same dtype and shape is decoded straight into its memory, with no copy; the
     others go through ``model.load_state_dict``. So a damaged file can leave ``model`` partly
     loaded, as a failing ``load_state_dict`` can."""
-    paths = _enec.weight_files(filename) if os.path.isdir(filename) else [filename]
     targets = model.state_dict(keep_vars=True)
     state_dict: Dict[str, torch.Tensor] = {}
     in_place = set()
     taken = set()
-    for path in paths:
+    for path in _checkpoints(filename):
         with safe_open(path, framework="pt", device=device, threads=threads) as f:
-            names = [t[0] for t in f._tensors]
-            for name in names:
-                if name in state_dict or name in in_place:
-                    raise _enec.EnecError(f"{path}: tensor {name!r} is in an earlier shard too")
+            _check_new(path, f, state_dict.keys() | in_place)
             if f._on_gpu():
                 state_dict.update(f.get_tensors())
                 continue
@@ -90,7 +97,7 @@ def load_model(
                     and nbytes > 0
                     and target.device == f._device
                     and f._device.type == "cpu"  # decoded here, through a host address
-                    and target.dtype == getattr(torch, _frameworks._TORCH_DTYPES.get(dtype, ""), None)
+                    and target.dtype == f._framework.dtype(f'tensor "{name}"', dtype)
                     and list(target.shape) == list(shape)
                     and target.is_contiguous()
                     and target.data_ptr() not in taken  # tied names: decoded once
@@ -102,7 +109,6 @@ def load_model(
                 loaded = _frameworks.load_all(f._open(), f._tensors, f._framework, f._device, into)
             state_dict.update(loaded)
     result = model.load_state_dict(state_dict, strict=False)
-    missing = [n for n in result.missing_keys if n not in in_place]
     unexpected = list(result.unexpected_keys)
     loaded_names = in_place | set(state_dict)
     groups: Dict[tuple, List[str]] = {}
@@ -110,8 +116,9 @@ def load_model(
         if tensor.device.type != "meta" and tensor.numel() > 0:
             where = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape))
             groups.setdefault(where, []).append(name)
+    # Names sharing memory with a loaded one (those decoded in place among them) are loaded.
     tied = {n for names in groups.values() if any(n in loaded_names for n in names) for n in names}
-    missing = [n for n in missing if n not in tied]
+    missing = [n for n in result.missing_keys if n not in tied]
     if strict and (missing or unexpected):
         raise RuntimeError(
             f"Error(s) in loading state_dict for {type(model).__name__}: "
