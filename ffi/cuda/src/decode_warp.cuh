@@ -357,8 +357,9 @@ ENEC_DEV void warp_frame(const enec_cuda_frame& fr, uint32_t f, const WarpSmem& 
   if (lane == 0) status[f] = err;
 }
 
-// Blocks per SM the register budget aims at: shared memory (typically about 37 KB a block)
-// allows five on sm_90 (228 KB) and four on sm_80 (164 KB).
+// Blocks per SM the register budget aims at (80 registers for six on sm_90). Shared memory
+// decides below that: MiniLM's escape arrays take about 37 KB a block, so five fit in sm_90's
+// 228 KB (and four in sm_80's 164 KB); batches with smaller escape arrays fit six.
 #if defined(ENEC_WARP_BLOCKS)
 #elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #define ENEC_WARP_BLOCKS 4
