@@ -12,6 +12,12 @@
 #include <stdint.h>
 
 #define ENEC_DEV __device__ __forceinline__
+// Out of line on the GPU: a cold path whose registers stay out of its caller's loops.
+#if defined(ENEC_SIM)
+#define ENEC_DEV_OUTLINE __device__
+#else
+#define ENEC_DEV_OUTLINE __device__ __noinline__
+#endif
 
 namespace enec {
 namespace dev {

@@ -165,7 +165,10 @@ ENEC_DEV void warp_octet(const uint8_t* fb, const WarpShared& S, const ColPlane&
 // The elements of a ranked frame, step by step (see the top of this file); returns the number of
 // level-1 escapes met, to check against c2. W1, RW: the level-1 and residual widths when the
 // caller dispatched on them (their sub-plane tests fold away), else 0.
-template <int DT, uint32_t W1, uint32_t RW>
+// ROW: N is 16,384 (the default frame length), so a step is exactly one row (C = 1,024, 128
+// octets): the row is warp-uniform and lane t's octets of a step sit at fixed offsets from
+// pointers advanced by 16 t once, which saves the per-octet division and address arithmetic.
+template <int DT, uint32_t W1, uint32_t RW, bool ROW>
 ENEC_DEV uint32_t warp_rows(const uint8_t* fb, const WarpShared& S, const ColPlane& l1,
                             const ColPlane& res, uint32_t N, const uint8_t* X, uint32_t c2,
                             uint8_t* dst, bool vec, bool hashing, uint32_t* stage,
@@ -174,6 +177,11 @@ ENEC_DEV uint32_t warp_rows(const uint8_t* fb, const WarpShared& S, const ColPla
   constexpr int NW = 2 * EB;  // output words per octet
   const uint32_t lane = threadIdx.x & 31;
   const uint32_t m1 = W1 ? W1 : l1.width;
+  if (ROW) {
+    N = kColMaxElements;
+    fb += 16 * lane;
+    dst += 8 * EB * lane;
+  }
   const uint32_t C = N / 16, per_row = C / 8;
   // u div per_row as a multiply-high: per_row <= 128 and u < 2,048, so ceil(2^32 / per_row)
   // is exact.
@@ -189,16 +197,25 @@ ENEC_DEV uint32_t warp_rows(const uint8_t* fb, const WarpShared& S, const ColPla
 #pragma unroll
     for (uint32_t j = 0; j < 4; j++) {
       const uint32_t u = 128 * s + 32 * j + lane;
-      r[j] = (uint32_t)(((uint64_t)u * rdiv) >> 32);
-      g[j] = u - r[j] * per_row;
+      if (ROW) {
+        r[j] = s;
+        g[j] = 32 * j;
+      } else {
+        r[j] = (uint32_t)(((uint64_t)u * rdiv) >> 32);
+        g[j] = u - r[j] * per_row;
+      }
       // The residuals are read after the scan: their lines start towards L1 now, so the four
       // octets wait for memory once, not once each.
       colp_prefetch<RW>(fb, res, C, r[j], g[j]);
       colp_fields<false, W1>(fb, l1, C, r[j], g[j], c[j]);
       // And the next step's level-1 codes.
       if (s + 1 < N / kWarpStep) {
-        const uint32_t un = u + 128, rn = (uint32_t)(((uint64_t)un * rdiv) >> 32);
-        colp_prefetch<W1>(fb, l1, C, rn, un - rn * per_row);
+        if (ROW) {
+          colp_prefetch<W1>(fb, l1, C, s + 1, 32 * j);
+        } else {
+          const uint32_t un = u + 128, rn = (uint32_t)(((uint64_t)un * rdiv) >> 32);
+          colp_prefetch<W1>(fb, l1, C, rn, un - rn * per_row);
+        }
       }
     }
 #pragma unroll
@@ -233,6 +250,19 @@ ENEC_DEV uint32_t warp_rows(const uint8_t* fb, const WarpShared& S, const ColPla
     base = first;
   }
   return base;
+}
+
+// The general steps (any widths, any column frame length) out of line, so that the register
+// budget that lets six blocks share an SM is the specialised steps' alone. Returns the number of
+// level-1 escapes met and the lane's hash accumulator.
+template <int DT>
+ENEC_DEV_OUTLINE uint2 warp_rows_general(const uint8_t* fb, const WarpShared& S, ColPlane l1,
+                                         ColPlane res, uint32_t N, const uint8_t* X, uint32_t c2,
+                                         uint8_t* dst, bool vec, bool hashing, uint32_t* stage,
+                                         uint32_t acc) {
+  const uint32_t base =
+      warp_rows<DT, 0, 0, false>(fb, S, l1, res, N, X, c2, dst, vec, hashing, stage, acc);
+  return make_uint2(base, acc);
 }
 
 // One frame by one warp. Status: 0 or the frame's error.
@@ -301,15 +331,22 @@ ENEC_DEV void warp_frame(const enec_cuda_frame& fr, uint32_t f, const WarpSmem& 
     const ColPlane res = {S.lay.residual.len ? S.lay.residual.s[0].offset : 0, S.lay.residual.width};
     const uint32_t shape = m1 | (res.width << 8);
     uint32_t base;
-#define ENEC_WARP_ROWS(w1, rw) \
-  warp_rows<DT, w1, rw>(fb, S, l1, res, N, X, c2, dst, vec, hashing, stage, acc)
-    if (DT == 1 && shape == (2 | 8 << 8)) base = ENEC_WARP_ROWS(2, 8);
-    else if (DT == 1 && shape == (3 | 8 << 8)) base = ENEC_WARP_ROWS(3, 8);
-    else if (DT == 2 && shape == (2 | 11 << 8)) base = ENEC_WARP_ROWS(2, 11);
-    else if (DT == 2 && shape == (3 | 11 << 8)) base = ENEC_WARP_ROWS(3, 11);
-    else if (DT == 3 && shape == (2 | 24 << 8)) base = ENEC_WARP_ROWS(2, 24);
-    else if (DT == 3 && shape == (3 | 24 << 8)) base = ENEC_WARP_ROWS(3, 24);
-    else base = ENEC_WARP_ROWS(0, 0);
+    // The common shapes at the default frame length get steps specialised on both; anything
+    // else takes the general steps.
+    const bool full = N == kColMaxElements;
+#define ENEC_WARP_ROWS(w1, rw, row) \
+  warp_rows<DT, w1, rw, row>(fb, S, l1, res, N, X, c2, dst, vec, hashing, stage, acc)
+    if (full && DT == 1 && shape == (2 | 8 << 8)) base = ENEC_WARP_ROWS(2, 8, true);
+    else if (full && DT == 1 && shape == (3 | 8 << 8)) base = ENEC_WARP_ROWS(3, 8, true);
+    else if (full && DT == 2 && shape == (2 | 11 << 8)) base = ENEC_WARP_ROWS(2, 11, true);
+    else if (full && DT == 2 && shape == (3 | 11 << 8)) base = ENEC_WARP_ROWS(3, 11, true);
+    else if (full && DT == 3 && shape == (2 | 24 << 8)) base = ENEC_WARP_ROWS(2, 24, true);
+    else if (full && DT == 3 && shape == (3 | 24 << 8)) base = ENEC_WARP_ROWS(3, 24, true);
+    else {
+      const uint2 ba = warp_rows_general<DT>(fb, S, l1, res, N, X, c2, dst, vec, hashing, stage, acc);
+      base = ba.x;
+      acc = ba.y;
+    }
 #undef ENEC_WARP_ROWS
     if (base != c2) err = kErrEscapes;
   }
@@ -320,12 +357,14 @@ ENEC_DEV void warp_frame(const enec_cuda_frame& fr, uint32_t f, const WarpSmem& 
   if (lane == 0) status[f] = err;
 }
 
-// Blocks per SM the register budget aims at: shared memory (typically about 37 KB a block)
-// allows five on sm_90 (228 KB) and four on sm_80 (164 KB).
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+// Blocks per SM the register budget aims at (80 registers for six on sm_90). Shared memory
+// decides below that: MiniLM's escape arrays take about 37 KB a block, so five fit in sm_90's
+// 228 KB (and four in sm_80's 164 KB); batches with smaller escape arrays fit six.
+#if defined(ENEC_WARP_BLOCKS)
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #define ENEC_WARP_BLOCKS 4
 #else
-#define ENEC_WARP_BLOCKS 5
+#define ENEC_WARP_BLOCKS 6
 #endif
 
 template <bool VERIFY>
