@@ -3,7 +3,8 @@
 # and coding (ranked, groups, auto), a small safetensors checkpoint of real MiniLM weights
 # (tests/data/) with an int64 tensor and metadata, compressed by `enec compress` into
 # fuzz/seeds/container/cli-DTYPE-CODING, and the raw array of its first tensor compressed with
-# `--dtype` into fuzz/seeds/streams/cli-DTYPE-CODING. Frames of 1,024 elements, so every seed
+# `--dtype` into fuzz/seeds/streams/cli-DTYPE-CODING; and fuzz/seeds/container/cli-runs, a
+# checkpoint whose tiny tensors are kept in a run of verbatim bytes. Frames of 1,024 elements, so every seed
 # has a full frame and a partial one and stays a few KB. Deterministic; run
 # `cargo run --release --manifest-path fuzz/Cargo.toml --example make_seeds` afterwards (it
 # prefixes the containers for the targets that take them).
@@ -59,4 +60,25 @@ PY
             --dtype "$dtype" "$work/$dtype.bin" "fuzz/seeds/streams/cli-$dtype-$coding"
     done
 done
+# Tiny tensors kept in a run of verbatim bytes between two enec pieces (FORMAT.md 9.6), with a
+# name and a dtype name written with JSON escapes, and an empty tensor.
+python3 - "$work" <<'PY'
+import struct, sys
+raw = open("tests/data/minilm-slice.f32.bin", "rb").read()
+big = b"".join(raw[4 * i + 2:4 * i + 4] for i in range(1500))  # bf16 by truncation
+tensors = [("big", "BF16", [1500], big)]
+tensors += [("t%d" % i, "I32", [1], struct.pack("<i", i)) for i in range(60)]
+tensors += [("caf\\u00e9\\/x", "F\\u0033\\u0032", [1, 1], bytes([1, 2, 3, 4]))]
+tensors += [("empty", "F32", [0, 3], b""), ("big2", "BF16", [1500], big)]
+members, body = ['"__metadata__":{"format":"pt"}'], b""
+for key, dtype, shape, data in tensors:
+    dims = ",".join(map(str, shape))
+    members.append('"%s":{"dtype":"%s","shape":[%s],"data_offsets":[%d,%d]}'
+                   % (key, dtype, dims, len(body), len(body) + len(data)))
+    body += data
+h = ("{" + ",".join(members) + "}").encode()
+open(sys.argv[1] + "/runs.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + body)
+PY
+"$enec" compress --quiet --force --threads 1 --frame 1024 "$work/runs.safetensors" \
+    fuzz/seeds/container/cli-runs
 ls -l fuzz/seeds/container/cli-* fuzz/seeds/streams/cli-*

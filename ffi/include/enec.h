@@ -394,8 +394,10 @@ enum EnecStatus enec_encoder_encode(struct EnecEncoder *encoder,
 enum EnecStatus enec_encoder_finish(const struct EnecEncoder *encoder);
 
 // Bytes of caller memory (aligned to `ENEC_STATE_ALIGN`) a handle of the container `file`
-// needs, into `*size`: a few dozen bytes plus 16 per tensor (the table that finds a tensor by
-// number in constant time). Checks the container as `enec_container_open` does.
+// needs, into `*size`: a few dozen bytes, plus 52 per tensor and per member of the safetensors
+// header the container starts with (the table that finds a tensor by number in constant time),
+// plus the names and dtype names written with JSON escapes there. Checks the container as
+// `enec_container_open` does.
 //
 // # Safety
 // `file` must point to `file_len` readable bytes; `size` must be valid; `detail` may be NULL.
@@ -404,11 +406,18 @@ enum EnecStatus enec_container_state_size(const uint8_t *file,
                                           size_t *size,
                                           struct EnecErrorDetail *detail);
 
-// Checks the container `file` (`file_len` bytes: its header, footer, index and padding; the
-// pieces are checked when they are decoded, in time proportional to the index) and stores a
-// handle to it, which lives in `mem`, in `*container`. `mem_len` must be at least what
-// `enec_container_state_size` says for this file (else `ENEC_STATUS_INVALID_ARGUMENT` with the
-// bytes needed in `detail->value`). There is no "close": the memory stays the caller's.
+// Checks the container `file` (`file_len` bytes: its header, footer, index and padding, and
+// the safetensors header it starts with; the other pieces are checked when they are decoded,
+// in time proportional to the index and the header) and stores a handle to it, which lives in
+// `mem`, in `*container`. `mem_len` must be at least what `enec_container_state_size` says for
+// this file (else `ENEC_STATUS_INVALID_ARGUMENT` with the bytes needed in `detail->value`).
+// There is no "close": the memory stays the caller's. The handle lists every tensor of the
+// original file, those kept in runs of verbatim bytes (FORMAT.md 9.6) included, found through
+// the safetensors header. Where that header fails its checksum, names a tensor twice (which
+// safetensors refuses) or names one that no piece holds, the per-tensor calls (count, tensor,
+// find, decode) report it (`ENEC_STATUS_PIECE_CHECKSUM_MISMATCH`, or
+// `ENEC_STATUS_CORRUPT_CONTAINER` with the name in `detail` from
+// `enec_container_decode_tensor`); the whole-file restore still runs.
 //
 // # Safety
 // `mem` must point to `mem_len` writable bytes aligned to `ENEC_STATE_ALIGN`, used for nothing
@@ -422,14 +431,16 @@ enum EnecStatus enec_container_open(void *mem,
                                     struct EnecErrorDetail *detail);
 
 // The number of tensors in the container, into `*count` (pieces of the original file that are
-// not tensors, such as its header, are not counted).
+// not tensors, such as its header, are not counted; tensors kept in runs of verbatim bytes
+// are). Fails where the list is incomplete (`enec_container_open` says when).
 //
 // # Safety
 // `container` must come from `enec_container_open`; `count` must be valid.
 enum EnecStatus enec_container_tensor_count(const struct EnecContainer *container, uint64_t *count);
 
 // Describes tensor number `index` (0 ..< `enec_container_tensor_count`) in `*info`;
-// `ENEC_STATUS_NOT_FOUND` past the last. Takes constant time.
+// `ENEC_STATUS_NOT_FOUND` past the last. Takes constant time (for a tensor kept in a run of
+// verbatim bytes, time proportional to its entry in the safetensors header).
 //
 // # Safety
 // `container` must come from `enec_container_open`; `info` must be valid.
@@ -439,7 +450,7 @@ enum EnecStatus enec_container_tensor(const struct EnecContainer *container,
 
 // Describes the first tensor named `name` (`name_len` bytes, no NUL needed) in `*info`;
 // `ENEC_STATUS_NOT_FOUND` if there is none. `info->index` is its number for
-// `enec_container_decode_tensor`. Takes time proportional to the index.
+// `enec_container_decode_tensor`. Takes time proportional to the number of tensors.
 //
 // # Safety
 // `container` must come from `enec_container_open`; `name` must point to `name_len` readable
@@ -453,7 +464,8 @@ enum EnecStatus enec_container_find(const struct EnecContainer *container,
 // verifying its checksums, on the calling thread; the bytes written go to `*out_len`. A damaged
 // tensor gives an error (with the frame in `detail`), never wrong data as good. Finding the
 // tensor takes constant time. Bytes that carry no information (padding, unused bits) are not
-// looked at: `enec_container_restore` verifies those too.
+// looked at: `enec_container_restore` verifies those too. A tensor kept in a run of verbatim
+// bytes is verified with its run, which takes time proportional to the run.
 //
 // # Safety
 // `container` must come from `enec_container_open`; `out` must point to `out_cap` writable

@@ -41,7 +41,7 @@ pub mod folder;
 pub mod safetensors;
 mod unindexed;
 
-pub use unindexed::{unindexed, Unindexed};
+pub use unindexed::{unindexed, Unindexed, UnindexedError};
 
 use core::fmt;
 use std::io::{self, Seek, SeekFrom, Write};

@@ -12,11 +12,10 @@ use std::{format, vec};
 
 use serde_json::Value;
 
+pub use crate::container::safetensors_header::dtype_size;
+use crate::container::safetensors_header::MAX_HEADER;
 use crate::container::{self, dtype_from_safetensors};
 use crate::Dtype;
-
-/// Largest header the safetensors format allows (its reference implementation's limit).
-const MAX_HEADER: u64 = 100_000_000;
 
 /// A tensor of the file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,17 +54,6 @@ pub fn every_tensor_indexed(pieces: &[Piece]) -> bool {
         file_len,
         tensors.map(|t| (t.name.as_str(), t.dtype.as_str(), t.shape.len())),
     )
-}
-
-/// Bytes per element of the safetensors dtypes whose size is fixed.
-pub fn dtype_size(dtype: &str) -> Option<u64> {
-    Some(match dtype {
-        "BOOL" | "U8" | "I8" | "F8_E5M2" | "F8_E4M3" | "F8_E8M0" => 1,
-        "I16" | "U16" | "F16" | "BF16" => 2,
-        "I32" | "U32" | "F32" => 4,
-        "I64" | "U64" | "F64" => 8,
-        _ => return None,
-    })
 }
 
 /// Why a file cannot be read as a safetensors checkpoint.

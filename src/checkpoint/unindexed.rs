@@ -1,12 +1,12 @@
 //! The tensors of a container that have no index entry of their own: small tensors kept in runs
 //! of verbatim bytes (FORMAT.md 9.6), and empty tensors that lie in no piece. Readers that list
-//! tensors by name (Python's `safe_open`, `enec info`) find them through the safetensors header.
+//! tensors by name (Python's `safe_open`, `enec info`) find them here, through the safetensors
+//! header, as the C ABI does without allocating ([`container::run_tensors`]).
 
-use std::collections::HashSet;
 use std::prelude::rust_2021::*;
 
-use super::safetensors::{self, Tensor};
-use crate::container::{Container, Entry, PieceKind};
+use super::safetensors::Tensor;
+use crate::container::{self, Container, Entry, RunTensor, RunTensorsError};
 
 /// A tensor the safetensors header names and the index does not, and where its bytes lie.
 #[derive(Clone, Debug)]
@@ -20,60 +20,95 @@ pub struct Unindexed<'a> {
     pub offset: u64,
 }
 
+/// Why the tensors without entries cannot be listed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UnindexedError {
+    /// The run of verbatim bytes that holds the header fails its checksum.
+    HeaderChecksumMismatch {
+        /// The run's entry number.
+        entry: u64,
+    },
+    /// The header names this tensor twice.
+    RepeatedName(String),
+    /// The header names this non-empty tensor, which has no entry and lies in no run.
+    InNoPiece(Tensor),
+}
+
 /// The tensors that the safetensors header at the start of `container`'s original file names
-/// and its index does not, in the header's order. `header` is the payload of the verbatim piece
-/// at offset 0 (the header, and whatever else that run holds); none are found where it is not a
-/// safetensors header. Checksums are not verified here: a caller verifies a run before reading
-/// from it. A non-empty tensor that lies in no run of verbatim bytes is returned as the error.
-pub fn unindexed<'a>(
-    container: &Container<'a>,
-    header: &[u8],
-) -> Result<Vec<Unindexed<'a>>, Tensor> {
-    let Ok(tensors) = safetensors::parse_prefix(header, container.original_len()) else {
+/// and its index does not, in file order (FORMAT.md 9.6); none where the container's first
+/// piece holds no safetensors header. The header's run is verified.
+pub fn unindexed<'a>(container: &Container<'a>) -> Result<Vec<Unindexed<'a>>, UnindexedError> {
+    let Some(found) = container::header_of(container) else {
         return Ok(Vec::new());
     };
-    let indexed: HashSet<&str> = container
-        .entries()
-        .filter(|(_, e)| e.is_tensor())
-        .map(|(_, e)| e.name)
-        .collect();
-    let missing: Vec<Tensor> = tensors
-        .into_iter()
-        .filter(|t| !indexed.contains(t.name.as_str()))
-        .collect();
-    if missing.is_empty() {
-        return Ok(Vec::new());
-    }
-    let runs: Vec<(u64, Entry<'a>)> = container
-        .entries()
-        .filter(|(_, e)| e.kind == PieceKind::Raw && !e.is_tensor())
-        .collect();
-    let mut found = Vec::with_capacity(missing.len());
-    for tensor in missing {
-        let at = runs.partition_point(|(_, e)| e.original_offset + e.original_len <= tensor.start);
-        let held = runs.get(at).filter(|(_, e)| {
-            e.original_offset <= tensor.start && tensor.end <= e.original_offset + e.original_len
+    let header = &found.2;
+    let mut table = vec![RunTensor::default(); header.members().count()];
+    let text = |bytes: container::safetensors_header::Unescaped<'_>| {
+        String::from_utf8(bytes.collect()).unwrap_or_default()
+    };
+    let name_at = |key_at| {
+        header
+            .key_at(key_at)
+            .map(|k| text(k.bytes()))
+            .unwrap_or_default()
+    };
+    let tensor_of = |t: &RunTensor| {
+        let member = header.member_at(t.key_at)?;
+        let desc = header.tensor(&member).ok()??;
+        Some(Tensor {
+            name: text(member.key.bytes()),
+            dtype: text(desc.dtype.bytes()),
+            shape: desc.shape.collect(),
+            start: t.start,
+            end: t.end,
+        })
+    };
+    let n = match container::run_tensors(container, &found, &mut table) {
+        Ok(n) => n,
+        Err(RunTensorsError::HeaderChecksumMismatch { entry }) => {
+            return Err(UnindexedError::HeaderChecksumMismatch { entry })
+        }
+        Err(RunTensorsError::RepeatedName { key_at }) => {
+            return Err(UnindexedError::RepeatedName(name_at(key_at)))
+        }
+        Err(RunTensorsError::InNoPiece(t)) => {
+            let tensor = tensor_of(&t).unwrap_or_else(|| Tensor {
+                name: name_at(t.key_at),
+                dtype: String::new(),
+                shape: Vec::new(),
+                start: t.start,
+                end: t.end,
+            });
+            return Err(UnindexedError::InNoPiece(tensor));
+        }
+        Err(RunTensorsError::TableTooSmall { .. }) => return Ok(Vec::new()),
+    };
+    let mut out = Vec::with_capacity(n);
+    for t in &table[..n] {
+        let Some(tensor) = tensor_of(t) else { continue };
+        let run = t.run.and_then(|(number, position)| {
+            container
+                .index()
+                .entries_from(number, position)
+                .next()
+                .filter(|(i, _)| *i == number)
         });
-        let (run, offset) = match held {
-            Some((number, run)) => {
-                let offset = run.offset + (tensor.start - run.original_offset);
-                (Some((*number, run.clone())), offset)
-            }
-            None if tensor.start == tensor.end => (None, 0),
-            None => return Err(tensor),
-        };
-        found.push(Unindexed {
+        let offset = run
+            .as_ref()
+            .map_or(0, |(_, e)| e.offset + (t.start - e.original_offset));
+        out.push(Unindexed {
             tensor,
             run,
             offset,
         });
     }
-    Ok(found)
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::checkpoint::safetensors;
     use std::collections::BTreeMap;
 
     /// A file of many tiny tensors keeps most of them in runs; each one found points at its
@@ -94,8 +129,7 @@ mod tests {
         let options = crate::EncodeOptions::new(crate::Dtype::Bf16);
         super::super::compress(&file, &pieces, &options, 1, &mut packed, &|_| {}).unwrap();
         let container = Container::parse(&packed).unwrap();
-        let (_, first) = container.entries().next().unwrap();
-        let found = unindexed(&container, container.payload(&first)).unwrap();
+        let found = unindexed(&container).unwrap();
         let indexed = container.entries().filter(|(_, e)| e.is_tensor()).count();
         assert!(
             found.len() > 250,

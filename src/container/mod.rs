@@ -57,6 +57,9 @@ use crate::checksum::h32;
 use crate::error::Error;
 use crate::format::{Dtype, STREAM_HEADER_BYTES};
 
+mod run_tensors;
+pub mod safetensors_header;
+pub use run_tensors::{header_of, run_tensors, RunTensor, RunTensorsError};
 #[cfg(feature = "std")]
 mod writer;
 #[cfg(feature = "std")]

@@ -544,7 +544,7 @@ fn tensors_by_number_match_the_index() {
         .filter(|e| e.is_tensor())
         .collect();
     for (i, e) in tensors.iter().enumerate() {
-        let mut info = tensor_info(0, e);
+        let mut info = blank_info();
         assert_eq!(
             unsafe { enec_container_tensor(c.handle, i as u64, &mut info) },
             EnecStatus::Ok
@@ -574,7 +574,7 @@ fn tensors_by_number_match_the_index() {
         let at = e.original_offset as usize;
         assert_eq!(out, original[at..at + len]);
     }
-    let mut info = tensor_info(0, &tensors[0]);
+    let mut info = blank_info();
     let st = unsafe { enec_container_tensor(c.handle, count, &mut info) };
     assert_eq!(st, EnecStatus::NotFound);
 }
@@ -748,8 +748,7 @@ fn a_flip_in_frame_padding_is_a_noncanonical_frame() {
     assert!(message(&d).contains("tensor \"noise\""), "{}", message(&d));
     // Decoding the tensor alone does not look at the padding.
     let h = open(&file).unwrap();
-    let parsed = Container::parse(&file).unwrap();
-    let mut info = tensor_info(0, &parsed.find("noise").unwrap().1);
+    let mut info = blank_info();
     let st = unsafe { enec_container_find(h.handle, c"noise".as_ptr(), 5, &mut info) };
     assert_eq!(st, EnecStatus::Ok);
     let mut out = vec![0u8; info.bytes as usize];
@@ -765,4 +764,172 @@ fn a_flip_in_frame_padding_is_a_noncanonical_frame() {
         )
     };
     assert_eq!(st, EnecStatus::Ok);
+}
+
+/// An `EnecTensorInfo` to be overwritten.
+fn blank_info() -> EnecTensorInfo {
+    // SAFETY: every field is an integer or a raw pointer, for which all-zero bytes are valid.
+    unsafe { core::mem::zeroed() }
+}
+
+/// A safetensors file written by hand (so that names can carry JSON escapes): `(json key,
+/// json dtype, shape, bytes)` in data order.
+fn handmade(tensors: &[(&str, &str, Vec<u64>, Vec<u8>)]) -> Vec<u8> {
+    let mut json = std::string::String::from("{\"__metadata__\":{\"format\":\"pt\"}");
+    let mut at = 0;
+    for (key, dtype, shape, bytes) in tensors {
+        let dims: Vec<std::string::String> = shape.iter().map(|d| d.to_string()).collect();
+        let end = at + bytes.len();
+        json += &std::format!(
+            ",\"{key}\":{{\"dtype\":\"{dtype}\",\"shape\":[{}],\"data_offsets\":[{at},{end}]}}",
+            dims.join(",")
+        );
+        at = end;
+    }
+    json.push('}');
+    let mut file = (json.len() as u64).to_le_bytes().to_vec();
+    file.extend_from_slice(json.as_bytes());
+    for (.., bytes) in tensors {
+        file.extend_from_slice(bytes);
+    }
+    file
+}
+
+fn compressed(file: &[u8]) -> Vec<u8> {
+    let pieces = enec::checkpoint::plan_file(file).unwrap();
+    let mut packed = Vec::new();
+    let options = EncodeOptions::new(Dtype::Bf16);
+    enec::checkpoint::compress(file, &pieces, &options, 1, &mut packed, &|_| {}).unwrap();
+    packed
+}
+
+/// A file of many tiny tensors, some kept in a run of verbatim bytes between enec pieces: the
+/// handle lists every tensor the safetensors header names, in file order, names and dtype names
+/// with JSON escapes resolved, and decodes each; a flip in the run is reported when one of its
+/// tensors is decoded; a name the header holds twice is refused.
+#[test]
+fn tensors_kept_in_runs_are_listed_and_decoded() {
+    let big = bf16_bytes(&minilm()[..32768]);
+    let mut tensors = vec![("big", "BF16", vec![32768], big.clone())];
+    for i in 0..300u32 {
+        let key = std::format!("t{i}");
+        tensors.push((
+            Box::leak(key.into_boxed_str()),
+            "I32",
+            vec![1],
+            i.to_le_bytes().to_vec(),
+        ));
+    }
+    tensors.push((
+        "caf\\u00e9\\/x",
+        "F\\u0033\\u0032",
+        vec![1, 1],
+        vec![1, 2, 3, 4],
+    ));
+    tensors.push(("empty", "F32", vec![0, 3], vec![]));
+    tensors.push(("big2", "BF16", vec![32768], big));
+    let file = handmade(&tensors);
+    let packed = compressed(&file);
+    let parsed = Container::parse(&packed).unwrap();
+    let indexed = parsed.entries().filter(|(_, e)| e.is_tensor()).count();
+    assert!(
+        indexed < 50,
+        "{indexed} tensors indexed: the tiny ones should be in runs"
+    );
+    let mut want = enec::checkpoint::safetensors::parse(&file).unwrap();
+    enec::checkpoint::safetensors::sort(&mut want);
+    let h = open(&packed).unwrap();
+    let mut count = 0;
+    assert_eq!(
+        unsafe { enec_container_tensor_count(h.handle, &mut count) },
+        EnecStatus::Ok
+    );
+    assert_eq!(count, want.len() as u64);
+    let text = |p: *const c_char, n: usize| unsafe { slice::from_raw_parts(p as *const u8, n) };
+    for (i, t) in want.iter().enumerate() {
+        let mut info = blank_info();
+        assert_eq!(
+            unsafe { enec_container_tensor(h.handle, i as u64, &mut info) },
+            EnecStatus::Ok
+        );
+        assert_eq!(text(info.name, info.name_len), t.name.as_bytes());
+        assert_eq!(
+            text(info.dtype_name, info.dtype_name_len),
+            t.dtype.as_bytes()
+        );
+        assert_eq!(&info.shape[..info.rank as usize], &t.shape[..]);
+        assert_eq!(
+            (info.original_offset, info.bytes),
+            (t.start, t.end - t.start)
+        );
+        let (start, end) = (t.start as usize, t.end as usize);
+        assert!(
+            decode_tensor(h.handle, i as u64) == file[start..end],
+            "{}",
+            t.name
+        );
+        if info.dtype == 0 && info.stored_bytes > 0 {
+            let at = info.stored_offset as usize;
+            assert!(
+                packed[at..at + end - start] == file[start..end],
+                "{}",
+                t.name
+            );
+        }
+        let mut by_name = blank_info();
+        let st = unsafe {
+            enec_container_find(
+                h.handle,
+                t.name.as_ptr() as *const c_char,
+                t.name.len(),
+                &mut by_name,
+            )
+        };
+        assert_eq!(
+            (st, by_name.index),
+            (EnecStatus::Ok, i as u64),
+            "{}",
+            t.name
+        );
+    }
+    assert!(want.iter().any(|t| t.name == "café/x" && t.dtype == "F32"));
+    // A flip in the run that holds t0 .. t299 (not the header's): decoding t5 reports it.
+    let t5 = want.iter().position(|t| t.name == "t5").unwrap();
+    let mut info = blank_info();
+    unsafe { enec_container_tensor(h.handle, t5 as u64, &mut info) };
+    let mut bad = packed.clone();
+    bad[info.stored_offset as usize] ^= 1;
+    let h = open(&bad).unwrap();
+    let mut out = [0u8; 4];
+    let (mut len, mut d) = (0usize, no_detail());
+    let st = unsafe {
+        enec_container_decode_tensor(h.handle, t5 as u64, out.as_mut_ptr(), 4, &mut len, &mut d)
+    };
+    assert_eq!(st, EnecStatus::PieceChecksumMismatch, "{}", message(&d));
+    // A name held twice: compressing keeps the last; the handle lists nothing and says why, and
+    // the whole file still restores.
+    let twice = handmade(&[("a", "U8", vec![1], vec![1]), ("a", "U8", vec![1], vec![2])]);
+    let packed = compressed(&twice);
+    let h = open(&packed).unwrap();
+    let st = unsafe { enec_container_tensor_count(h.handle, &mut count) };
+    assert_eq!(st, EnecStatus::CorruptContainer);
+    let mut info = blank_info();
+    let st = unsafe { enec_container_tensor(h.handle, 0, &mut info) };
+    assert_eq!(st, EnecStatus::CorruptContainer);
+    let st = unsafe { enec_container_find(h.handle, c"a".as_ptr(), 1, &mut info) };
+    assert_eq!(st, EnecStatus::CorruptContainer);
+    let mut d = no_detail();
+    let st =
+        unsafe { enec_container_decode_tensor(h.handle, 0, out.as_mut_ptr(), 4, &mut len, &mut d) };
+    assert_eq!(st, EnecStatus::CorruptContainer);
+    assert!(message(&d).contains("\"a\" twice"), "{}", message(&d));
+    assert_eq!(restore(&packed).unwrap(), twice);
+    // A damaged header: the per-tensor calls say so, and so does the restore.
+    let mut bad = compressed(&file);
+    bad[32 + 20] ^= 1;
+    let h = open(&bad).unwrap();
+    let st = unsafe { enec_container_tensor_count(h.handle, &mut count) };
+    assert_eq!(st, EnecStatus::PieceChecksumMismatch);
+    let d = restore(&bad).unwrap_err();
+    assert_eq!(d.status, EnecStatus::PieceChecksumMismatch);
 }

@@ -30,8 +30,10 @@ use core::ptr;
 use core::slice;
 
 use enec::checksum::h32;
+use enec::container::safetensors_header::{Header, JsonStr, Member, Tensor as HeaderTensor};
 use enec::container::{
-    check_stream, dtype_from_safetensors, Container, ContainerError, Entry, PieceKind,
+    check_stream, dtype_from_safetensors, header_of, run_tensors, Container, ContainerError, Entry,
+    PieceKind, RunTensor, RunTensorsError,
 };
 use enec::frame::max_frame_bytes;
 use enec::streaming::{capacity_for, Decoder, Encoder, Status};
@@ -1080,19 +1082,31 @@ pub struct EnecTensorInfo {
 pub type EnecWriteFn =
     Option<unsafe extern "C" fn(ctx: *mut c_void, bytes: *const u8, len: usize) -> c_int>;
 
-/// Where tensor number `i` is in the index: its entry number and its position in the entries.
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct TensorSlot {
-    entry: u64,
-    position: u64,
-}
+/// Where tensor number `i` is. A tensor with an index entry: `key_at` is `NO_MEMBER`, `run` its
+/// own entry number and position in the entries. A tensor kept in a run of verbatim bytes
+/// (FORMAT.md 9.6): its safetensors header member and the run ([`RunTensor`]).
+type TensorSlot = RunTensor;
 
-/// The handle, after its `StateHeader` at offset 0; its tensor table follows at `SLOTS_AT`.
+/// `TensorSlot::key_at` of a tensor with an index entry.
+const NO_MEMBER: usize = usize::MAX;
+/// A text slot of a tensor whose name and dtype name are written without escapes (they are
+/// read in place in the header).
+const NO_TEXT: u32 = u32::MAX;
+
+/// The handle, after its `StateHeader` at offset 0. Its tensor table follows at `SLOTS_AT`
+/// (`capacity` slots, `tensors` of them used), then a `u32` per slot (where slot `i`'s name
+/// and then dtype name, escapes resolved, start in the text area, or `NO_TEXT`), then the text
+/// area.
 #[repr(C)]
 struct Handle<'a> {
     container: Container<'a>,
     tensors: u64,
+    capacity: u64,
+    /// The safetensors header the container starts with, read in place.
+    header: Option<Header<'a>>,
+    /// Why the tensors kept in runs of verbatim bytes cannot be listed: the per-tensor calls
+    /// report it (the whole-file restore does not need the list).
+    fault: Option<RunTensorsError>,
     /// Scratch bytes a restore needs (`enec_container_scratch_size`).
     scratch: usize,
 }
@@ -1176,7 +1190,20 @@ unsafe fn container_of<'a>(handle: *const EnecContainer) -> Option<&'a Container
     unsafe { handle_of(handle) }.map(|h| &h.container)
 }
 
-/// Tensor number `index` (tensors only, in file order) and its entry number, in constant time.
+/// A tensor of a handle: its index entry, or the header member of a tensor kept in a run.
+enum Found<'a> {
+    Indexed(u64, Entry<'a>),
+    InRun {
+        slot: TensorSlot,
+        member: Member<'a>,
+        tensor: HeaderTensor<'a>,
+        /// The name then the dtype name, escapes resolved, where either has escapes.
+        text: Option<&'a [u8]>,
+    },
+}
+
+/// Tensor number `index` (in file order), in constant time (for a tensor kept in a run, time
+/// proportional to its header member).
 ///
 /// # Safety
 /// `h` must be `handle_of(handle)`, so `handle` comes from `enec_container_open`.
@@ -1184,48 +1211,121 @@ unsafe fn tensor_at<'a>(
     handle: *const EnecContainer,
     h: &Handle<'a>,
     index: u64,
-) -> Option<(u64, Entry<'a>)> {
+) -> Option<Found<'a>> {
     if index >= h.tensors {
         return None;
     }
-    // SAFETY: `enec_container_open` wrote `h.tensors` slots at SLOTS_AT (aligned for them) in
-    // memory it checked holds `state_bytes(h.tensors)` bytes, and `index < h.tensors` (above).
-    let slot = unsafe {
+    // SAFETY: `enec_container_open` wrote `h.tensors` slots at SLOTS_AT (aligned for them) and
+    // `h.capacity >= h.tensors` text offsets after the table, in memory it checked holds
+    // `state_bytes(..)` bytes, unchanged since (the contract); `index < h.tensors` (above).
+    let (slot, text_at) = unsafe {
         let slots = (handle as *const u8).add(SLOTS_AT) as *const TensorSlot;
-        *slots.add(index as usize)
+        let texts = slots.add(h.capacity as usize) as *const u32;
+        (*slots.add(index as usize), *texts.add(index as usize))
     };
-    let position = usize::try_from(slot.position).ok()?;
-    h.container
-        .index()
-        .entries_from(slot.entry, position)
-        .next()
-        .filter(|(number, e)| *number == slot.entry && e.is_tensor())
+    if slot.key_at == NO_MEMBER {
+        let (number, position) = slot.run?;
+        return h
+            .container
+            .index()
+            .entries_from(number, position)
+            .next()
+            .filter(|(n, e)| *n == number && e.is_tensor())
+            .map(|(n, e)| Found::Indexed(n, e));
+    }
+    let header = h.header.as_ref()?;
+    let member = header.member_at(slot.key_at)?;
+    let tensor = header.tensor(&member).ok()??;
+    let text = if text_at == NO_TEXT {
+        None
+    } else {
+        let len = member.key.len() + tensor.dtype.len();
+        // SAFETY: `enec_container_open` wrote this tensor's name and dtype name, `len` bytes,
+        // at `text_at` in the text area after the offsets, inside the checked memory.
+        Some(unsafe {
+            let area = (handle as *const u8).add(SLOTS_AT + texts_at(h.capacity as usize));
+            slice::from_raw_parts(area.add(text_at as usize), len)
+        })
+    };
+    Some(Found::InRun {
+        slot,
+        member,
+        tensor,
+        text,
+    })
 }
 
-fn tensor_info(index: u64, e: &Entry<'_>) -> EnecTensorInfo {
+/// Offset of the text offsets from the tensor table, and of the text area from there.
+fn texts_at(capacity: usize) -> usize {
+    capacity * (size_of::<TensorSlot>() + size_of::<u32>())
+}
+
+fn tensor_info(index: u64, c: &Container<'_>, found: &Found<'_>) -> EnecTensorInfo {
     let mut shape = [0u64; ENEC_MAX_RANK];
-    shape[..e.shape.len()].copy_from_slice(&e.shape);
-    let enec_coded = e.kind == PieceKind::Enec;
-    EnecTensorInfo {
-        index,
-        name: e.name.as_ptr() as *const c_char,
-        name_len: e.name.len(),
-        dtype_name: e.dtype.as_ptr() as *const c_char,
-        dtype_name_len: e.dtype.len(),
-        dtype: match dtype_from_safetensors(e.dtype) {
-            Some(d) if enec_coded => u32::from(d.code()),
-            _ => 0,
-        },
-        rank: e.shape.len() as u32,
-        shape,
-        bytes: e.original_len,
-        stored_bytes: e.len,
-        original_offset: e.original_offset,
-        stored_offset: e.offset,
+    match found {
+        Found::Indexed(_, e) => {
+            shape[..e.shape.len()].copy_from_slice(&e.shape);
+            let enec_coded = e.kind == PieceKind::Enec;
+            EnecTensorInfo {
+                index,
+                name: e.name.as_ptr() as *const c_char,
+                name_len: e.name.len(),
+                dtype_name: e.dtype.as_ptr() as *const c_char,
+                dtype_name_len: e.dtype.len(),
+                dtype: match dtype_from_safetensors(e.dtype) {
+                    Some(d) if enec_coded => u32::from(d.code()),
+                    _ => 0,
+                },
+                rank: e.shape.len() as u32,
+                shape,
+                bytes: e.original_len,
+                stored_bytes: e.len,
+                original_offset: e.original_offset,
+                stored_offset: e.offset,
+            }
+        }
+        Found::InRun {
+            slot,
+            member,
+            tensor,
+            text,
+        } => {
+            let rank = tensor.shape.len().min(ENEC_MAX_RANK);
+            for (d, v) in shape.iter_mut().zip(tensor.shape.clone()) {
+                *d = v;
+            }
+            let (name, dtype) = match text {
+                Some(t) => t.split_at(member.key.len().min(t.len())),
+                None => (member.key.raw(), tensor.dtype.raw()),
+            };
+            let bytes = slot.end - slot.start;
+            let run = slot.run.and_then(|(n, p)| {
+                let (_, e) = c
+                    .index()
+                    .entries_from(n, p)
+                    .next()
+                    .filter(|(i, _)| *i == n)?;
+                Some(e)
+            });
+            EnecTensorInfo {
+                index,
+                name: name.as_ptr() as *const c_char,
+                name_len: name.len(),
+                dtype_name: dtype.as_ptr() as *const c_char,
+                dtype_name_len: dtype.len(),
+                dtype: 0,
+                rank: rank as u32,
+                shape,
+                bytes,
+                stored_bytes: if run.is_some() { bytes } else { 0 },
+                original_offset: slot.start,
+                stored_offset: run.map_or(0, |e| e.offset + (slot.start - e.original_offset)),
+            }
+        }
     }
 }
 
-/// The number of tensors of a parsed container.
+/// The number of tensors of a parsed container that have an index entry.
 fn count_tensors(c: &Container<'_>) -> u64 {
     c.entries().filter(|(_, e)| e.is_tensor()).count() as u64
 }
@@ -1247,9 +1347,49 @@ fn scratch_for(c: &Container<'_>) -> usize {
         .unwrap_or(0)
 }
 
+/// What a handle of `c` holds besides its indexed tensors: the safetensors header it starts
+/// with (when there is one), the slots its members may take, and the bytes of the names and
+/// dtype names with escapes among them.
+struct Extra<'a> {
+    header: Option<(u64, Entry<'a>, Header<'a>)>,
+    members: u64,
+    text: u64,
+}
+
+fn extra<'a>(c: &Container<'a>) -> Extra<'a> {
+    let header = header_of(c);
+    let (mut members, mut text) = (0u64, 0u64);
+    if let Some((_, _, h)) = &header {
+        for m in h.members() {
+            members += 1;
+            if let Ok(Some(t)) = h.tensor(&m) {
+                if m.key.plain().is_none() || t.dtype.plain().is_none() {
+                    text += (m.key.len() + t.dtype.len()) as u64;
+                }
+            }
+        }
+    }
+    Extra {
+        header,
+        members,
+        text,
+    }
+}
+
+/// Bytes of handle memory for `slots` tensor slots and `text` bytes of names.
+fn state_bytes(slots: u64, text: u64) -> Option<usize> {
+    let slots = usize::try_from(slots).ok()?;
+    texts_at(1)
+        .checked_mul(slots)?
+        .checked_add(usize::try_from(text).ok()?)?
+        .checked_add(SLOTS_AT)
+}
+
 /// Bytes of caller memory (aligned to `ENEC_STATE_ALIGN`) a handle of the container `file`
-/// needs, into `*size`: a few dozen bytes plus 16 per tensor (the table that finds a tensor by
-/// number in constant time). Checks the container as `enec_container_open` does.
+/// needs, into `*size`: a few dozen bytes, plus 52 per tensor and per member of the safetensors
+/// header the container starts with (the table that finds a tensor by number in constant time),
+/// plus the names and dtype names written with JSON escapes there. Checks the container as
+/// `enec_container_open` does.
 ///
 /// # Safety
 /// `file` must point to `file_len` readable bytes; `size` must be valid; `detail` may be NULL.
@@ -1274,7 +1414,8 @@ pub unsafe extern "C" fn enec_container_state_size(
         // SAFETY: `detail` is NULL or valid for writes (this function's contract).
         Err(e) => return unsafe { container_fail(e, detail) },
     };
-    match state_bytes(count_tensors(&parsed)) {
+    let x = extra(&parsed);
+    match state_bytes(count_tensors(&parsed) + x.members, x.text) {
         Some(n) => {
             // SAFETY: not NULL (checked above), so valid by the contract.
             unsafe { size.write(n) };
@@ -1286,18 +1427,18 @@ pub unsafe extern "C" fn enec_container_state_size(
     }
 }
 
-fn state_bytes(tensors: u64) -> Option<usize> {
-    usize::try_from(tensors)
-        .ok()?
-        .checked_mul(size_of::<TensorSlot>())?
-        .checked_add(SLOTS_AT)
-}
-
-/// Checks the container `file` (`file_len` bytes: its header, footer, index and padding; the
-/// pieces are checked when they are decoded, in time proportional to the index) and stores a
-/// handle to it, which lives in `mem`, in `*container`. `mem_len` must be at least what
-/// `enec_container_state_size` says for this file (else `ENEC_STATUS_INVALID_ARGUMENT` with the
-/// bytes needed in `detail->value`). There is no "close": the memory stays the caller's.
+/// Checks the container `file` (`file_len` bytes: its header, footer, index and padding, and
+/// the safetensors header it starts with; the other pieces are checked when they are decoded,
+/// in time proportional to the index and the header) and stores a handle to it, which lives in
+/// `mem`, in `*container`. `mem_len` must be at least what `enec_container_state_size` says for
+/// this file (else `ENEC_STATUS_INVALID_ARGUMENT` with the bytes needed in `detail->value`).
+/// There is no "close": the memory stays the caller's. The handle lists every tensor of the
+/// original file, those kept in runs of verbatim bytes (FORMAT.md 9.6) included, found through
+/// the safetensors header. Where that header fails its checksum, names a tensor twice (which
+/// safetensors refuses) or names one that no piece holds, the per-tensor calls (count, tensor,
+/// find, decode) report it (`ENEC_STATUS_PIECE_CHECKSUM_MISMATCH`, or
+/// `ENEC_STATUS_CORRUPT_CONTAINER` with the name in `detail` from
+/// `enec_container_decode_tensor`); the whole-file restore still runs.
 ///
 /// # Safety
 /// `mem` must point to `mem_len` writable bytes aligned to `ENEC_STATE_ALIGN`, used for nothing
@@ -1331,8 +1472,10 @@ pub unsafe extern "C" fn enec_container_open(
         // SAFETY: `detail` is NULL or valid for writes (this function's contract).
         Err(e) => return unsafe { container_fail(e, detail) },
     };
-    let tensors = count_tensors(&parsed);
-    let Some(need) = state_bytes(tensors) else {
+    let indexed = count_tensors(&parsed);
+    let x = extra(&parsed);
+    let capacity = indexed + x.members;
+    let Some(need) = state_bytes(capacity, x.text) else {
         // SAFETY: `detail` is NULL or valid for writes (this function's contract).
         return unsafe { fail(Error::TooLarge, detail) };
     };
@@ -1344,27 +1487,101 @@ pub unsafe extern "C" fn enec_container_open(
         // SAFETY: `detail` is NULL or valid for writes (this function's contract).
         return unsafe { report(detail, status, 0, need as u64, ENEC_NO_ENTRY, &message) };
     }
-    // Below, every write lands in `mem`: it is not NULL, aligned to ENEC_STATE_ALIGN (checked
-    // above) and by the contract holds `mem_len >= need = state_bytes(tensors)` writable bytes.
-    // SAFETY: SLOTS_AT <= need, so the offset stays in `mem`.
-    let slots = unsafe { (mem as *mut u8).add(SLOTS_AT) } as *mut TensorSlot;
+    let cap = capacity as usize;
+    // Below, every access lands in `mem`: it is not NULL, aligned to ENEC_STATE_ALIGN (checked
+    // above) and by the contract holds `mem_len >= need` writable bytes, used for nothing else.
+    // SAFETY: the table (`cap` slots at SLOTS_AT, aligned for them), the text offsets after it
+    // and the text area after those end within `need` bytes (`state_bytes`); each is written
+    // whole before a slice of it is made, and the three do not overlap.
+    let (slots, text_of, area) = unsafe {
+        let base = (mem as *mut u8).add(SLOTS_AT);
+        let slots = base as *mut TensorSlot;
+        for i in 0..cap {
+            slots.add(i).write(TensorSlot::default());
+        }
+        let offsets = slots.add(cap) as *mut u32;
+        for i in 0..cap {
+            offsets.add(i).write(NO_TEXT);
+        }
+        let area = base.add(texts_at(cap));
+        ptr::write_bytes(area, 0, x.text as usize);
+        (
+            slice::from_raw_parts_mut(slots, cap),
+            slice::from_raw_parts_mut(offsets, cap),
+            slice::from_raw_parts_mut(area, x.text as usize),
+        )
+    };
     let mut entries = parsed.entries();
     let mut t = 0usize;
     loop {
-        let position = entries.position() as u64;
+        let position = entries.position();
         let Some((entry, e)) = entries.next() else {
             break;
         };
         if e.is_tensor() {
-            // SAFETY: `count_tensors` counted these same entries, so `t < tensors` and slot `t`
-            // ends within SLOTS_AT + tensors * 16 = `need`; SLOTS_AT is aligned for slots.
-            unsafe { slots.add(t).write(TensorSlot { entry, position }) };
+            // `count_tensors` counted these same entries, so `t < indexed <= cap`.
+            slots[t] = TensorSlot {
+                key_at: NO_MEMBER,
+                start: e.original_offset,
+                end: e.original_offset + e.original_len,
+                run: Some((entry, position)),
+            };
             t += 1;
+        }
+    }
+    let mut tensors = t;
+    let mut fault = None;
+    if let Some(found) = &x.header {
+        let header = &found.2;
+        match run_tensors(&parsed, found, &mut slots[t..]) {
+            Ok(n) => tensors += n,
+            Err(e) => fault = Some(e),
+        }
+        // File order, as FORMAT.md 9.6 orders pieces: start, end, name.
+        let name = |s: &TensorSlot| -> Option<JsonStr<'_>> { header.key_at(s.key_at) };
+        slots[..tensors].sort_unstable_by(|a, b| {
+            (a.start, a.end).cmp(&(b.start, b.end)).then_with(|| {
+                let own = |s: &TensorSlot| {
+                    let (n, p) = s.run?;
+                    let (_, e) = parsed.index().entries_from(n, p).next()?;
+                    Some(e.name.as_bytes())
+                };
+                match (name(a), name(b)) {
+                    (Some(x), Some(y)) => x.cmp_text(&y),
+                    (Some(x), None) => x.bytes().cmp(own(b).unwrap_or_default().iter().copied()),
+                    (None, Some(y)) => own(a).unwrap_or_default().iter().copied().cmp(y.bytes()),
+                    (None, None) => own(a).cmp(&own(b)),
+                }
+            })
+        });
+        // The names and dtype names with escapes, resolved into the text area.
+        let mut at = 0usize;
+        for (slot, text) in slots[..tensors].iter().zip(text_of.iter_mut()) {
+            let Some(member) = header.member_at(slot.key_at) else {
+                continue;
+            };
+            let Ok(Some(tensor)) = header.tensor(&member) else {
+                continue;
+            };
+            if member.key.plain().is_some() && tensor.dtype.plain().is_some() {
+                continue;
+            }
+            *text = at as u32;
+            for b in member.key.bytes().chain(tensor.dtype.bytes()) {
+                // `extra` counted these bytes into the area's length.
+                if let Some(d) = area.get_mut(at) {
+                    *d = b;
+                }
+                at += 1;
+            }
         }
     }
     let handle = Handle {
         container: parsed,
-        tensors,
+        tensors: tensors as u64,
+        capacity,
+        header: x.header.map(|(_, _, h)| h),
+        fault,
         scratch: scratch_for(&parsed),
     };
     let header = StateHeader {
@@ -1386,8 +1603,99 @@ pub unsafe extern "C" fn enec_container_open(
     unsafe { ok(detail) }
 }
 
+/// The longest UTF-8 start of `text` (a name cut to fit a message).
+fn shown(text: &[u8]) -> &str {
+    match core::str::from_utf8(text) {
+        Ok(s) => s,
+        Err(e) => core::str::from_utf8(&text[..e.valid_up_to()]).unwrap_or_default(),
+    }
+}
+
+/// The status of a handle whose tensors kept in runs cannot be listed.
+fn fault_status(e: &RunTensorsError) -> EnecStatus {
+    match e {
+        RunTensorsError::HeaderChecksumMismatch { .. } => EnecStatus::PieceChecksumMismatch,
+        _ => EnecStatus::CorruptContainer,
+    }
+}
+
+/// Why the tensors kept in runs could not be listed, in `detail`.
+///
+/// # Safety
+/// `detail` must be NULL or valid for writes.
+unsafe fn run_tensors_fail(
+    c: &Container<'_>,
+    header: Option<&Header<'_>>,
+    e: RunTensorsError,
+    detail: *mut EnecErrorDetail,
+) -> EnecStatus {
+    let name = |key_at| {
+        let key = header
+            .and_then(|h| h.key_at(key_at))
+            .unwrap_or(JsonStr::EMPTY);
+        let mut text = [0u8; 64];
+        let mut n = 0;
+        for (d, b) in text.iter_mut().zip(key.bytes()) {
+            *d = b;
+            n += 1;
+        }
+        (text, n)
+    };
+    match e {
+        RunTensorsError::HeaderChecksumMismatch { entry } => {
+            // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+            let error = ContainerError::RawChecksumMismatch { entry };
+            unsafe { container_fail_in(c, error, detail) }
+        }
+        RunTensorsError::RepeatedName { key_at } => {
+            let (text, n) = name(key_at);
+            let shown = shown(&text[..n]);
+            let message = format_args!(
+                "corrupt container: its safetensors header names tensor \"{shown}\" twice"
+            );
+            // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+            unsafe {
+                report(
+                    detail,
+                    EnecStatus::CorruptContainer,
+                    0,
+                    0,
+                    ENEC_NO_ENTRY,
+                    &message,
+                )
+            }
+        }
+        RunTensorsError::InNoPiece(t) => {
+            let (text, n) = name(t.key_at);
+            let shown = shown(&text[..n]);
+            let (start, end) = (t.start, t.end);
+            let message = format_args!(
+                "corrupt container: its safetensors header names tensor \"{shown}\" (bytes \
+                 {start}..{end}), which no piece holds"
+            );
+            // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+            unsafe {
+                report(
+                    detail,
+                    EnecStatus::CorruptContainer,
+                    0,
+                    0,
+                    ENEC_NO_ENTRY,
+                    &message,
+                )
+            }
+        }
+        // `enec_container_open` gives a slot per member.
+        RunTensorsError::TableTooSmall { .. } => {
+            // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+            unsafe { fail(Error::TooLarge, detail) }
+        }
+    }
+}
+
 /// The number of tensors in the container, into `*count` (pieces of the original file that are
-/// not tensors, such as its header, are not counted).
+/// not tensors, such as its header, are not counted; tensors kept in runs of verbatim bytes
+/// are). Fails where the list is incomplete (`enec_container_open` says when).
 ///
 /// # Safety
 /// `container` must come from `enec_container_open`; `count` must be valid.
@@ -1403,13 +1711,17 @@ pub unsafe extern "C" fn enec_container_tensor_count(
     if count.is_null() {
         return EnecStatus::InvalidArgument;
     }
+    if let Some(e) = &h.fault {
+        return fault_status(e);
+    }
     // SAFETY: not NULL (checked above), so valid by the contract.
     unsafe { count.write(h.tensors) };
     EnecStatus::Ok
 }
 
 /// Describes tensor number `index` (0 ..< `enec_container_tensor_count`) in `*info`;
-/// `ENEC_STATUS_NOT_FOUND` past the last. Takes constant time.
+/// `ENEC_STATUS_NOT_FOUND` past the last. Takes constant time (for a tensor kept in a run of
+/// verbatim bytes, time proportional to its entry in the safetensors header).
 ///
 /// # Safety
 /// `container` must come from `enec_container_open`; `info` must be valid.
@@ -1426,11 +1738,14 @@ pub unsafe extern "C" fn enec_container_tensor(
     if info.is_null() {
         return EnecStatus::InvalidArgument;
     }
+    if let Some(e) = &h.fault {
+        return fault_status(e);
+    }
     // SAFETY: `h` is `handle_of(container)`.
     match unsafe { tensor_at(container, h, index) } {
-        Some((_, entry)) => {
+        Some(found) => {
             // SAFETY: not NULL (checked above), so valid by the contract.
-            unsafe { info.write(tensor_info(index, &entry)) };
+            unsafe { info.write(tensor_info(index, &h.container, &found)) };
             EnecStatus::Ok
         }
         None => EnecStatus::NotFound,
@@ -1439,7 +1754,7 @@ pub unsafe extern "C" fn enec_container_tensor(
 
 /// Describes the first tensor named `name` (`name_len` bytes, no NUL needed) in `*info`;
 /// `ENEC_STATUS_NOT_FOUND` if there is none. `info->index` is its number for
-/// `enec_container_decode_tensor`. Takes time proportional to the index.
+/// `enec_container_decode_tensor`. Takes time proportional to the number of tensors.
 ///
 /// # Safety
 /// `container` must come from `enec_container_open`; `name` must point to `name_len` readable
@@ -1452,7 +1767,7 @@ pub unsafe extern "C" fn enec_container_find(
     info: *mut EnecTensorInfo,
 ) -> EnecStatus {
     // SAFETY: `container` comes from `enec_container_open` (the contract).
-    let Some(c) = (unsafe { container_of(container) }) else {
+    let Some(h) = (unsafe { handle_of(container) }) else {
         return EnecStatus::InvalidArgument;
     };
     // SAFETY: by the contract `name` points to `name_len` readable bytes (or is NULL).
@@ -1462,26 +1777,33 @@ pub unsafe extern "C" fn enec_container_find(
     if info.is_null() {
         return EnecStatus::InvalidArgument;
     }
-    let found = c
-        .entries()
-        .filter(|(_, e)| e.is_tensor())
-        .enumerate()
-        .find(|(_, (_, e))| e.name.as_bytes() == name);
-    match found {
-        Some((index, (_, entry))) => {
-            // SAFETY: not NULL (checked above), so valid by the contract.
-            unsafe { info.write(tensor_info(index as u64, &entry)) };
-            EnecStatus::Ok
-        }
-        None => EnecStatus::NotFound,
+    if let Some(e) = &h.fault {
+        return fault_status(e);
     }
+    for index in 0..h.tensors {
+        // SAFETY: `h` is `handle_of(container)`.
+        let Some(found) = (unsafe { tensor_at(container, h, index) }) else {
+            continue;
+        };
+        let matches = match &found {
+            Found::Indexed(_, e) => e.name.as_bytes() == name,
+            Found::InRun { member, .. } => member.key.is(name),
+        };
+        if matches {
+            // SAFETY: not NULL (checked above), so valid by the contract.
+            unsafe { info.write(tensor_info(index, &h.container, &found)) };
+            return EnecStatus::Ok;
+        }
+    }
+    EnecStatus::NotFound
 }
 
 /// Restores tensor number `index` into `out` (`out_cap` bytes, at least the tensor's `bytes`),
 /// verifying its checksums, on the calling thread; the bytes written go to `*out_len`. A damaged
 /// tensor gives an error (with the frame in `detail`), never wrong data as good. Finding the
 /// tensor takes constant time. Bytes that carry no information (padding, unused bits) are not
-/// looked at: `enec_container_restore` verifies those too.
+/// looked at: `enec_container_restore` verifies those too. A tensor kept in a run of verbatim
+/// bytes is verified with its run, which takes time proportional to the run.
 ///
 /// # Safety
 /// `container` must come from `enec_container_open`; `out` must point to `out_cap` writable
@@ -1515,15 +1837,23 @@ pub unsafe extern "C" fn enec_container_decode_tensor(
         // SAFETY: `detail` is NULL or valid for writes (this function's contract).
         return unsafe { invalid(detail, "`out_len` is NULL") };
     }
-    // SAFETY: `h` is `handle_of(container)`.
-    let Some((number, entry)) = (unsafe { tensor_at(container, h, index) }) else {
-        let count = h.tensors;
-        let message = format_args!("no tensor number {index}: the container has {count}");
-        let status = EnecStatus::NotFound;
+    if let Some(e) = h.fault {
         // SAFETY: `detail` is NULL or valid for writes (this function's contract).
-        return unsafe { report(detail, status, 0, 0, ENEC_NO_ENTRY, &message) };
+        return unsafe { run_tensors_fail(&h.container, h.header.as_ref(), e, detail) };
+    }
+    // SAFETY: `h` is `handle_of(container)`.
+    let decoded = match unsafe { tensor_at(container, h, index) } {
+        None => {
+            let count = h.tensors;
+            let message = format_args!("no tensor number {index}: the container has {count}");
+            let status = EnecStatus::NotFound;
+            // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+            return unsafe { report(detail, status, 0, 0, ENEC_NO_ENTRY, &message) };
+        }
+        Some(Found::Indexed(number, entry)) => h.container.decode_entry(number, &entry, out),
+        Some(Found::InRun { slot, .. }) => from_run(&h.container, &slot, out),
     };
-    match h.container.decode_entry(number, &entry, out) {
+    match decoded {
         Ok(n) => {
             // SAFETY: not NULL (checked above), so valid by the contract.
             unsafe { out_len.write(n) };
@@ -1533,6 +1863,42 @@ pub unsafe extern "C" fn enec_container_decode_tensor(
         // SAFETY: `detail` is NULL or valid for writes (this function's contract).
         Err(e) => unsafe { container_fail_in(&h.container, e, detail) },
     }
+}
+
+/// Copies the bytes of a tensor kept in a run of verbatim bytes into the start of `out`, once
+/// the run's checksum is verified; returns how many.
+fn from_run(c: &Container<'_>, slot: &TensorSlot, out: &mut [u8]) -> Result<usize, ContainerError> {
+    let len = slot.end - slot.start;
+    let Some((number, position)) = slot.run else {
+        return Ok(0);
+    };
+    let Some((_, run)) = c
+        .index()
+        .entries_from(number, position)
+        .next()
+        .filter(|(n, _)| *n == number)
+    else {
+        return Err(ContainerError::CorruptIndex {
+            entry: number,
+            reason: "a tensor's run of verbatim bytes is not where the handle has it",
+        });
+    };
+    let payload = c.payload(&run);
+    if h32(payload) != run.checksum {
+        return Err(ContainerError::RawChecksumMismatch { entry: number });
+    }
+    let bytes = usize::try_from(slot.start - run.original_offset)
+        .ok()
+        .and_then(|from| payload.get(from..)?.get(..usize::try_from(len).ok()?))
+        .ok_or(ContainerError::CorruptIndex {
+            entry: number,
+            reason: "a tensor's run of verbatim bytes is not where the handle has it",
+        })?;
+    let out = out
+        .get_mut(..bytes.len())
+        .ok_or(ContainerError::OutputTooSmall { needed: len })?;
+    out.copy_from_slice(bytes);
+    Ok(bytes.len())
 }
 
 /// The length of the original file the container holds (what `enec_container_restore` writes),

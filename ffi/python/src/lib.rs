@@ -21,7 +21,6 @@ use pyo3::types::PyBytes;
 mod convert;
 use convert::Failure;
 mod decode;
-mod header;
 mod save;
 
 // Made in the public module `enec`, where pickle finds it again (an error raised in a worker
@@ -538,13 +537,9 @@ impl Checkpoint {
             _backing: backing,
         };
         // The safetensors header may name a tensor twice (the index then holds one of them, the
-        // other's bytes lie in a gap): one tensor would be lost without a word.
+        // other's bytes lie in a gap): refused, since one tensor would be lost without a word.
         if checkpoint.header.is_some() {
-            let start = checkpoint.header_run()?;
-            if let Some(twice) = header::repeated_name(&start) {
-                return Err(repeated(&checkpoint.name, &twice));
-            }
-            checkpoint.add_unindexed(&start)?;
+            checkpoint.add_unindexed()?;
         }
         checkpoint.by_name.clear();
         for (i, (_, entry)) in checkpoint.tensors.iter().enumerate() {
@@ -553,16 +548,21 @@ impl Checkpoint {
         Ok(checkpoint)
     }
 
-    /// Adds the tensors that the safetensors header at the start of the file (`start`: the
-    /// run of verbatim bytes there) names and the index does not: small tensors kept in a run of
-    /// verbatim bytes (FORMAT.md 9.6), each with an entry of its own made here (its payload
-    /// the part of the run that holds it, its checksum that part's, once the run's is verified).
-    fn add_unindexed(&mut self, start: &[u8]) -> PyResult<()> {
-        let found = checkpoint::unindexed(&self.container, start).map_err(|t| {
-            enec_error(format!(
+    /// Adds the tensors that the safetensors header at the start of the file names and the
+    /// index does not: small tensors kept in a run of verbatim bytes (FORMAT.md 9.6), each with
+    /// an entry of its own made here (its payload the part of the run that holds it, its
+    /// checksum that part's, once the run's is verified).
+    fn add_unindexed(&mut self) -> PyResult<()> {
+        let found = checkpoint::unindexed(&self.container).map_err(|e| match e {
+            checkpoint::UnindexedError::HeaderChecksumMismatch { entry } => {
+                let error = enec::container::ContainerError::RawChecksumMismatch { entry };
+                enec_error(decode::message(&self.name, &self.container, error))
+            }
+            checkpoint::UnindexedError::RepeatedName(name) => repeated(&self.name, &name),
+            checkpoint::UnindexedError::InNoPiece(t) => enec_error(format!(
                 "{}: tensor \"{}\" lies in no verbatim piece",
                 self.name, t.name
-            ))
+            )),
         })?;
         let mut verified = std::collections::HashSet::new();
         for checkpoint::Unindexed {

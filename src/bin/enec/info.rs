@@ -107,15 +107,9 @@ fn rows(name: &str, data: &[u8], kind: &Kind<'_>) -> Result<Vec<Row>> {
 
 /// Counts, in the rows of the verbatim pieces of `c`, the tensors that the safetensors header at
 /// its start names and that have no entry of their own (FORMAT.md 9.6). Nothing is counted when
-/// the first piece does not hold a header (its checksum is not verified here).
+/// the first piece holds no header, or one that fails its checksum.
 fn count_unindexed(c: &Container<'_>, rows: &mut [Row]) {
-    let Some((_, first)) = c.entries().next() else {
-        return;
-    };
-    if first.kind != PieceKind::Raw || first.is_tensor() {
-        return;
-    }
-    let Ok(found) = checkpoint::unindexed(c, c.payload(&first)) else {
+    let Ok(found) = checkpoint::unindexed(c) else {
         return;
     };
     for (number, _) in found.iter().filter_map(|u| u.run.as_ref()) {
