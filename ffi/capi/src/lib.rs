@@ -1641,6 +1641,11 @@ unsafe fn run_tensors_fail(
         }
         (text, n)
     };
+    let corrupt = |message: &dyn fmt::Display| {
+        let status = EnecStatus::CorruptContainer;
+        // SAFETY: `detail` is NULL or valid for writes (this function's contract).
+        unsafe { report(detail, status, 0, 0, ENEC_NO_ENTRY, message) }
+    };
     match e {
         RunTensorsError::HeaderChecksumMismatch { entry } => {
             // SAFETY: `detail` is NULL or valid for writes (this function's contract).
@@ -1650,40 +1655,18 @@ unsafe fn run_tensors_fail(
         RunTensorsError::RepeatedName { key_at } => {
             let (text, n) = name(key_at);
             let shown = shown(&text[..n]);
-            let message = format_args!(
+            corrupt(&format_args!(
                 "corrupt container: its safetensors header names tensor \"{shown}\" twice"
-            );
-            // SAFETY: `detail` is NULL or valid for writes (this function's contract).
-            unsafe {
-                report(
-                    detail,
-                    EnecStatus::CorruptContainer,
-                    0,
-                    0,
-                    ENEC_NO_ENTRY,
-                    &message,
-                )
-            }
+            ))
         }
         RunTensorsError::InNoPiece(t) => {
             let (text, n) = name(t.key_at);
             let shown = shown(&text[..n]);
             let (start, end) = (t.start, t.end);
-            let message = format_args!(
+            corrupt(&format_args!(
                 "corrupt container: its safetensors header names tensor \"{shown}\" (bytes \
                  {start}..{end}), which no piece holds"
-            );
-            // SAFETY: `detail` is NULL or valid for writes (this function's contract).
-            unsafe {
-                report(
-                    detail,
-                    EnecStatus::CorruptContainer,
-                    0,
-                    0,
-                    ENEC_NO_ENTRY,
-                    &message,
-                )
-            }
+            ))
         }
         // `enec_container_open` gives a slot per member.
         RunTensorsError::TableTooSmall { .. } => {
