@@ -46,12 +46,13 @@ mod dtype;
 mod error;
 pub mod format;
 pub mod frame;
+mod frames;
 pub mod io;
 pub mod kernels;
+mod oneshot;
 #[cfg(feature = "std")]
 pub mod parallel;
 mod simd;
-mod stream;
 pub mod streaming;
 mod typed;
 pub mod wrapped;
@@ -62,11 +63,10 @@ pub use format::{max_encoded_len, Dtype, FrameCoding, StreamInfo};
 #[doc(hidden)]
 pub use frame::dispatch::{decode_frame_portable, encode_frame_portable};
 pub use frame::dispatch::{kernels_in_use, simd_in_use};
-pub use frame::Coding;
-pub use stream::{
-    decode, encode, frames, max_encoded_size, read_header, EncodeOptions, FrameInfo, Frames,
-};
+pub use frame::{Coding, EncodeOptions};
+pub use frames::{frames, FrameInfo, Frames};
+pub use oneshot::{decode, encode, max_encoded_size, read_header};
 #[cfg(feature = "alloc")]
-pub use stream::{decode_to_vec, encode_to_vec};
+pub use oneshot::{decode_to_vec, encode_to_vec};
 pub use streaming::{Decoder, Encoder, Progress, Status};
 pub use typed::{decode_bf16, decode_f16, decode_f32, encode_bf16, encode_f16, encode_f32};

@@ -49,8 +49,9 @@ use crate::container::{
 };
 use crate::error::{Error, Result};
 use crate::format::{StreamInfo, STREAM_HEADER_BYTES};
+use crate::frame::EncodeOptions;
 use crate::frame::{check_frame_header, decode_frame_with, Stores, STREAMING_STORES_FROM};
-use crate::stream::{encode, max_encoded_size, EncodeOptions};
+use crate::oneshot::{encode, max_encoded_size};
 use crate::wrapped::FrameEncoder;
 
 /// Decoded bytes per unit of work handed to a thread (whole frames, so at least one frame):

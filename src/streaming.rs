@@ -67,10 +67,10 @@ use crate::error::{Error, Result};
 use crate::format::{
     Dtype, StreamInfo, ALIGN, DEFAULT_FRAME_LOG2, FRAME_HEADER_BYTES, STREAM_HEADER_BYTES,
 };
+use crate::frame::EncodeOptions;
 use crate::frame::{
     check_frame_header, decode_frame, encode_frame, encode_frame_before, max_frame_bytes,
 };
-use crate::stream::EncodeOptions;
 
 /// Buffer capacity in bytes that an [`Encoder`] or [`Decoder`] needs for frames of `frame_len`
 /// elements of `dtype`: one decoded frame (`frame_len * element_bytes`) plus the largest encoded

@@ -4,10 +4,11 @@ use half::{bf16, f16};
 
 use crate::error::{Error, Result};
 use crate::format::Dtype;
-use crate::stream::{decode, encode, EncodeOptions};
+use crate::frame::EncodeOptions;
+use crate::oneshot::{decode, encode};
 
 fn decode_typed(stream: &[u8], out: &mut [u8], dtype: Dtype) -> Result<usize> {
-    let info = crate::stream::read_header(stream)?;
+    let info = crate::oneshot::read_header(stream)?;
     if info.dtype != dtype {
         return Err(Error::DtypeMismatch {
             stream: info.dtype,

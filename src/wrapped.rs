@@ -41,8 +41,9 @@ use core::ops::Range;
 
 use crate::error::{Error, Result};
 use crate::format::{StreamInfo, STREAM_HEADER_BYTES};
+use crate::frame::EncodeOptions;
 use crate::frame::{decode_frame_with, encode_frame_before, max_frame_bytes, Stores};
-use crate::stream::{EncodeOptions, FrameInfo, Frames};
+use crate::frames::{FrameInfo, Frames};
 
 /// The checksum a container stores for a piece kept verbatim (FORMAT.md section 9): xxHash32
 /// with seed 0, as in the frames.

@@ -892,7 +892,7 @@ pub fn decode_payload(
         }
         PieceKind::Enec => {
             check_stream(number, entry, payload)?;
-            crate::stream::decode(payload, out).map_err(stream_error)?;
+            crate::oneshot::decode(payload, out).map_err(stream_error)?;
         }
     }
     Ok(len)
@@ -905,7 +905,7 @@ pub fn check_stream(
     entry: &Entry<'_>,
     payload: &[u8],
 ) -> Result<crate::format::StreamInfo> {
-    let info = crate::stream::read_header(payload).map_err(|error| ContainerError::Stream {
+    let info = crate::oneshot::read_header(payload).map_err(|error| ContainerError::Stream {
         entry: number,
         error,
     })?;

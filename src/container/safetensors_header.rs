@@ -367,7 +367,7 @@ impl<'a> Iterator for Members<'a> {
     }
 }
 
-/// The non-negative integers of a checked JSON array (`None` from [`Dims::of`] where one is
+/// The non-negative integers of a checked JSON array (none where one is
 /// not such an integer, as serde_json's `as_u64`).
 #[derive(Clone, Debug)]
 pub struct Dims<'a> {

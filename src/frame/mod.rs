@@ -12,7 +12,7 @@ mod ranked;
 mod scratch;
 
 pub(crate) use decode::check_frame_header;
-pub use options::{max_frame_bytes, Coding};
+pub use options::{max_frame_bytes, Coding, EncodeOptions};
 // Public for tests/roundtrip.rs and examples/thread_scaling.rs, which pick the stores.
 #[doc(hidden)]
 pub use options::{Stores, STREAMING_STORES_FROM};

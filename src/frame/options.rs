@@ -1,7 +1,8 @@
-//! What a caller chooses per frame: the exponent coding to try when encoding, the kind of stores
-//! when decoding; and the most bytes a frame can take.
+//! What a caller chooses: the stream's encoding options, the exponent coding to try per frame,
+//! the kind of stores when decoding; and the most bytes a frame can take.
 
-use crate::format::{pad32, Dtype, FRAME_HEADER_BYTES};
+use crate::error::{Error, Result};
+use crate::format::{pad32, Dtype, DEFAULT_FRAME_LOG2, FRAME_HEADER_BYTES};
 
 /// Which exponent coding the writer wants.
 #[derive(
@@ -42,4 +43,54 @@ pub const STREAMING_STORES_FROM: usize = 8 << 20;
 /// The most bytes one frame of `elements` elements can take (a stored frame).
 pub fn max_frame_bytes(dtype: Dtype, elements: usize) -> usize {
     FRAME_HEADER_BYTES + pad32(elements * dtype.element_bytes())
+}
+
+/// What the writer chooses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct EncodeOptions {
+    /// Element type of the input.
+    pub dtype: Dtype,
+    /// Frame length as a power of two, 10..=16 (1,024 to 65,536 elements; default 14: 16,384).
+    pub frame_log2: u8,
+    /// Exponent coding (default: ranked, or stored where smaller).
+    pub coding: Coding,
+    /// Store a checksum of every frame's decoded bytes (default: on).
+    pub checksums: bool,
+}
+
+impl EncodeOptions {
+    /// Defaults for `dtype`: 16,384-element frames, the ranked coding, checksums on.
+    pub const fn new(dtype: Dtype) -> EncodeOptions {
+        EncodeOptions {
+            dtype,
+            frame_log2: DEFAULT_FRAME_LOG2,
+            coding: Coding::Ranked,
+            checksums: true,
+        }
+    }
+
+    /// With a frame length of `elements` (a power of two, 1,024 ..= 65,536).
+    pub fn frame_len(self, elements: u32) -> Result<EncodeOptions> {
+        if !elements.is_power_of_two() || !(1024..=65536).contains(&elements) {
+            return Err(Error::InvalidFrameLength(elements));
+        }
+        Ok(EncodeOptions {
+            frame_log2: elements.trailing_zeros() as u8,
+            ..self
+        })
+    }
+
+    /// With this coding.
+    pub const fn coding(self, coding: Coding) -> EncodeOptions {
+        EncodeOptions { coding, ..self }
+    }
+
+    /// With checksums on or off.
+    pub const fn checksums(self, on: bool) -> EncodeOptions {
+        EncodeOptions {
+            checksums: on,
+            ..self
+        }
+    }
 }

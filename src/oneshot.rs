@@ -1,0 +1,105 @@
+//! Whole streams in one call, between caller slices (FORMAT.md sections 1 and 3).
+
+use crate::error::{Error, Result};
+use crate::format::{max_encoded_len, StreamInfo, STREAM_HEADER_BYTES};
+use crate::frame::{decode_frame_with, EncodeOptions, Stores, STREAMING_STORES_FROM};
+use crate::wrapped::FrameEncoder;
+
+/// The largest stream [`encode`] can write for `input_bytes` bytes of input with `options`.
+pub fn max_encoded_size(options: &EncodeOptions, input_bytes: usize) -> Result<usize> {
+    let eb = options.dtype.element_bytes();
+    if !input_bytes.is_multiple_of(eb) {
+        return Err(Error::PartialElement {
+            len: input_bytes as u64,
+            element_bytes: eb as u8,
+        });
+    }
+    max_encoded_len(options.dtype, (input_bytes / eb) as u64, options.frame_log2)
+}
+
+/// Encodes `input` (little-endian elements of `options.dtype`) into `out` and returns the stream
+/// length. An `out` of [`max_encoded_size`] bytes always suffices.
+pub fn encode(options: &EncodeOptions, input: &[u8], out: &mut [u8]) -> Result<usize> {
+    let bound = max_encoded_size(options, input.len())?;
+    let encoder = FrameEncoder::new(options, input)?;
+    let too_small = Error::OutputTooSmall {
+        needed: bound as u64,
+    };
+    out.get_mut(..STREAM_HEADER_BYTES)
+        .ok_or(too_small)?
+        .copy_from_slice(&encoder.header());
+    let mut at = STREAM_HEADER_BYTES;
+    for index in 0..encoder.frame_count() {
+        let dst = out.get_mut(at..).ok_or(too_small)?;
+        at += encoder.encode_frame(index, dst).map_err(|e| match e {
+            Error::OutputTooSmall { .. } => too_small,
+            other => other,
+        })?;
+    }
+    Ok(at)
+}
+
+/// Reads the stream header: dtype, element count, frame length and count, checksums.
+pub fn read_header(stream: &[u8]) -> Result<StreamInfo> {
+    StreamInfo::parse(stream)
+}
+
+/// Decodes a whole stream into `out` (which needs [`StreamInfo::decoded_bytes`] bytes) and
+/// returns the decoded length. The stream must end exactly after its last frame. Outputs of
+/// [`crate::frame::STREAMING_STORES_FROM`] bytes or more are written with
+/// [`crate::frame::Stores::Streaming`] (the same bytes, bypassing the cache where it can).
+pub fn decode(stream: &[u8], out: &mut [u8]) -> Result<usize> {
+    let info = StreamInfo::parse(stream)?;
+    let total = usize::try_from(info.decoded_bytes()).map_err(|_| Error::TooLarge)?;
+    let out = out.get_mut(..total).ok_or(Error::OutputTooSmall {
+        needed: total as u64,
+    })?;
+    let frame_out = info.frame_len() * info.dtype.element_bytes();
+    let stores = if total >= STREAMING_STORES_FROM {
+        Stores::Streaming
+    } else {
+        Stores::Cached
+    };
+    let mut at = STREAM_HEADER_BYTES;
+    for (index, dst) in (0..info.frame_count).zip(out.chunks_mut(frame_out)) {
+        let frame = stream.get(at..).unwrap_or(&[]);
+        let elements = info.frame_elements(index);
+        let (dtype, checksums) = (info.dtype, info.checksums);
+        at += decode_frame_with(dtype, checksums, index, elements, frame, dst, stores).map_err(
+            |e| match e {
+                Error::Truncated { needed, .. } => Error::Truncated {
+                    needed: (at as u64).saturating_add(needed),
+                    available: stream.len() as u64,
+                },
+                other => other,
+            },
+        )?;
+    }
+    if stream.len() > at {
+        return Err(Error::TrailingData {
+            extra: (stream.len() - at) as u64,
+        });
+    }
+    Ok(total)
+}
+
+/// Encodes `input` into a new `Vec` of exactly the stream's length (feature `alloc`).
+#[cfg(feature = "alloc")]
+pub fn encode_to_vec(options: &EncodeOptions, input: &[u8]) -> Result<alloc::vec::Vec<u8>> {
+    let mut out = alloc::vec![0u8; max_encoded_size(options, input.len())?];
+    let len = encode(options, input, &mut out)?;
+    out.truncate(len);
+    Ok(out)
+}
+
+/// Decodes a whole stream into a new `Vec` (feature `alloc`). The size comes from the stream
+/// header, so a hostile header can ask for a large allocation: check
+/// [`read_header`]`(stream)?.decoded_bytes()` first where that matters.
+#[cfg(feature = "alloc")]
+pub fn decode_to_vec(stream: &[u8]) -> Result<alloc::vec::Vec<u8>> {
+    let info = StreamInfo::parse(stream)?;
+    let total = usize::try_from(info.decoded_bytes()).map_err(|_| Error::TooLarge)?;
+    let mut out = alloc::vec![0u8; total];
+    decode(stream, &mut out)?;
+    Ok(out)
+}
