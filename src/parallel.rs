@@ -232,7 +232,7 @@ pub fn encode_into(
 /// on the calling thread, in order: its header, then each frame with the input bytes it
 /// encodes (for progress, or to let go of the input's pages; empty for the header). The bytes
 /// are those of [`crate::encode`]. The workers encode the frames that follow while `write`
-/// takes the last ones, at most 8 MiB of input ahead ([`ordered`]), so memory stays bounded
+/// takes the last ones, at most 8 MiB of input ahead, so memory stays bounded
 /// whatever the input's size. Returns the stream's length; a failure of `write` stops the
 /// encoding and is returned.
 pub fn encode_with<E, F>(

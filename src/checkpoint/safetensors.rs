@@ -236,7 +236,7 @@ pub fn plan(len: u64, tensors: Vec<Tensor>) -> Vec<Piece> {
     pieces
 }
 
-/// A tensor to write with [`write`]: name, dtype, shape, little-endian bytes.
+/// A tensor to write with [`write()`]: name, dtype, shape, little-endian bytes.
 pub type NewTensor<'a> = (&'a str, &'a str, Vec<u64>, &'a [u8]);
 
 /// A safetensors file holding `tensors` in this order and `metadata`, its header padded with
