@@ -1,9 +1,14 @@
-//! A stream's frames, read from their headers without decoding them: the walk that parallel
-//! decoders, the frame-by-frame decoder and `info` tools share.
+//! A stream's frames in order: the one walk that the whole-stream decoder ([`crate::decode`]),
+//! the parallel decoders, the frame-by-frame decoder ([`crate::wrapped::FrameDecoder`]), the
+//! container and `info` tools share. [`Frames`] finds frames by their headers alone;
+//! [`decode_frames`] decodes a run of them. Both report errors in stream positions, as
+//! [`crate::decode`] does.
+
+use core::ops::Range;
 
 use crate::error::{Error, Result};
 use crate::format::{FrameCoding, StreamInfo, STREAM_HEADER_BYTES};
-use crate::frame::check_frame_header;
+use crate::frame::{check_frame_header, decode_frame_with, Stores};
 
 /// Where a frame lies in a stream, read from its header alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,6 +57,65 @@ impl Frames<'_> {
     pub fn info(&self) -> &StreamInfo {
         &self.info
     }
+
+    /// Where the next frame starts (after the last one: where the stream should end).
+    pub(crate) fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// Whether every frame has been found.
+    pub(crate) fn finished(&self) -> bool {
+        !self.failed && self.index >= self.info.frame_count
+    }
+
+    /// [`Error::TrailingData`] when the stream goes on after its last frame (call once
+    /// [`Self::finished`]).
+    pub(crate) fn check_end(&self) -> Result<()> {
+        match self.stream.len().checked_sub(self.offset) {
+            Some(0) | None => Ok(()),
+            Some(extra) => Err(Error::TrailingData {
+                extra: extra as u64,
+            }),
+        }
+    }
+}
+
+/// Decodes frames `frames` of `stream` (whose header is `info`), the first of them at byte
+/// `offset`, one after another into `out` (each frame's elements, in order); returns where the
+/// last one ends. Errors are [`crate::decode`]'s, truncation counted from the stream's start.
+pub(crate) fn decode_frames(
+    stream: &[u8],
+    info: &StreamInfo,
+    offset: usize,
+    frames: Range<u32>,
+    out: &mut [u8],
+    stores: Stores,
+) -> Result<usize> {
+    let (dtype, checksums) = (info.dtype, info.checksums);
+    let mut at = offset;
+    let mut rest = out;
+    for index in frames {
+        let frame = stream.get(at..).unwrap_or(&[]);
+        let elements = info.frame_elements(index);
+        at += decode_frame_with(dtype, checksums, index, elements, frame, rest, stores)
+            .map_err(|e| at_offset(e, at, stream.len()))?;
+        // The frame wrote `elements` elements: the rest of `out` is the next frame's.
+        let written = elements * dtype.element_bytes();
+        rest = core::mem::take(&mut rest).get_mut(written..).unwrap_or(&mut []);
+    }
+    Ok(at)
+}
+
+/// An error of the frame at byte `at` of a stream of `stream_len` bytes, as [`crate::decode`]
+/// reports it: truncation counted from the start of the stream.
+fn at_offset(error: Error, at: usize, stream_len: usize) -> Error {
+    match error {
+        Error::Truncated { needed, .. } => Error::Truncated {
+            needed: (at as u64).saturating_add(needed),
+            available: stream_len as u64,
+        },
+        other => other,
+    }
 }
 
 impl Iterator for Frames<'_> {
@@ -70,14 +134,7 @@ impl Iterator for Frames<'_> {
             elements,
             rest,
         )
-        .map_err(|e| match e {
-            // In stream positions, as `decode` reports it.
-            Error::Truncated { needed, .. } => Error::Truncated {
-                needed: (self.offset as u64).saturating_add(needed),
-                available: self.stream.len() as u64,
-            },
-            other => other,
-        });
+        .map_err(|e| at_offset(e, self.offset, self.stream.len()));
         let result = checked.and_then(|(h, layout)| {
             let bytes = layout.bytes;
             if rest.len() < bytes {

@@ -2,7 +2,8 @@
 
 use crate::error::{Error, Result};
 use crate::format::{max_encoded_len, StreamInfo, STREAM_HEADER_BYTES};
-use crate::frame::{decode_frame_with, EncodeOptions, Stores, STREAMING_STORES_FROM};
+use crate::frame::{EncodeOptions, Stores};
+use crate::frames::decode_frames;
 use crate::wrapped::FrameEncoder;
 
 /// The largest stream [`encode`] can write for `input_bytes` bytes of input with `options`.
@@ -54,30 +55,18 @@ pub fn decode(stream: &[u8], out: &mut [u8]) -> Result<usize> {
     let out = out.get_mut(..total).ok_or(Error::OutputTooSmall {
         needed: total as u64,
     })?;
-    let frame_out = info.frame_len() * info.dtype.element_bytes();
-    let stores = if total >= STREAMING_STORES_FROM {
-        Stores::Streaming
-    } else {
-        Stores::Cached
-    };
-    let mut at = STREAM_HEADER_BYTES;
-    for (index, dst) in (0..info.frame_count).zip(out.chunks_mut(frame_out)) {
-        let frame = stream.get(at..).unwrap_or(&[]);
-        let elements = info.frame_elements(index);
-        let (dtype, checksums) = (info.dtype, info.checksums);
-        at += decode_frame_with(dtype, checksums, index, elements, frame, dst, stores).map_err(
-            |e| match e {
-                Error::Truncated { needed, .. } => Error::Truncated {
-                    needed: (at as u64).saturating_add(needed),
-                    available: stream.len() as u64,
-                },
-                other => other,
-            },
-        )?;
-    }
-    if stream.len() > at {
+    let stores = Stores::for_output(total as u64);
+    let end = decode_frames(
+        stream,
+        &info,
+        STREAM_HEADER_BYTES,
+        0..info.frame_count,
+        out,
+        stores,
+    )?;
+    if stream.len() > end {
         return Err(Error::TrailingData {
-            extra: (stream.len() - at) as u64,
+            extra: (stream.len() - end) as u64,
         });
     }
     Ok(total)

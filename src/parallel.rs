@@ -49,8 +49,8 @@ use crate::container::{
 };
 use crate::error::{Error, Result};
 use crate::format::{StreamInfo, STREAM_HEADER_BYTES};
-use crate::frame::EncodeOptions;
-use crate::frame::{check_frame_header, decode_frame_with, Stores, STREAMING_STORES_FROM};
+use crate::frame::{EncodeOptions, Stores};
+use crate::frames::{decode_frames, Frames};
 use crate::oneshot::{encode, max_encoded_size};
 use crate::wrapped::FrameEncoder;
 
@@ -644,41 +644,21 @@ struct FrameRun<'a> {
 
 impl FrameRun<'_> {
     fn decode<E: Fault>(&self, out: &mut [u8], stores: Stores) -> core::result::Result<(), E> {
-        let (dtype, checksums) = (self.info.dtype, self.info.checksums);
-        let frame_out = self.info.frame_len() * dtype.element_bytes();
-        let mut at = self.at;
         let frames = self.first..self.first + self.count;
-        for (index, dst) in frames.zip(out.chunks_mut(frame_out)) {
-            let frame = self.stream.get(at..).unwrap_or(&[]);
-            let elements = self.info.frame_elements(index);
-            at += decode_frame_with(dtype, checksums, index, elements, frame, dst, stores)
-                .map_err(|e| E::in_stream(self.entry, at_offset(e, at, self.stream.len())))?;
-        }
+        decode_frames(self.stream, &self.info, self.at, frames, out, stores)
+            .map_err(|e| E::in_stream(self.entry, e))?;
         Ok(())
     }
 }
 
-/// An error of the frame at `at` as the serial decoder reports it: truncation counted from the
-/// start of the stream.
-fn at_offset(error: Error, at: usize, stream_len: usize) -> Error {
-    match error {
-        Error::Truncated { needed, .. } => Error::Truncated {
-            needed: (at as u64).saturating_add(needed),
-            available: stream_len as u64,
-        },
-        other => other,
-    }
-}
-
-/// Walks a stream's frame headers and cuts it into runs of about `run_bytes` of output; the
-/// first bad header (or trailing bytes) ends the walk with its error, after the runs before it.
+/// Cuts a stream into runs of about `run_bytes` of output, walking its frame headers
+/// ([`Frames`]); the first bad header (or trailing bytes) ends the walk with its error, after
+/// the runs before it.
 struct FrameWalk<'a> {
     entry: u64,
-    info: StreamInfo,
+    frames: Frames<'a>,
     stream: &'a [u8],
-    at: usize,
-    index: u32,
-    /// Offset in the whole output of frame `index`'s output.
+    /// Offset in the whole output of the next frame's output.
     start: u64,
     /// Offset of `stream` in the whole input.
     base: usize,
@@ -698,45 +678,22 @@ impl<'a> FrameWalk<'a> {
         start: u64,
         run_bytes: usize,
     ) -> FrameWalk<'a> {
-        // As `crate::decode` chooses: the bytes are the same either way.
-        let stores = if info.decoded_bytes() >= STREAMING_STORES_FROM as u64 {
-            Stores::Streaming
-        } else {
-            Stores::Cached
-        };
         let frame_out = info.frame_len() * info.dtype.element_bytes();
         let frames_per_run = u32::try_from(run_bytes / frame_out)
             .unwrap_or(u32::MAX)
             .max(1);
         FrameWalk {
             entry,
-            info,
+            frames: Frames::new(stream, info),
             stream,
-            at: STREAM_HEADER_BYTES,
-            index: 0,
             start,
             base,
             frames_per_run,
-            stores,
+            // As `crate::decode` chooses: the bytes are the same either way.
+            stores: Stores::for_output(info.decoded_bytes()),
             pending: None,
             done: false,
         }
-    }
-
-    /// Checks the header of the next frame; returns its size.
-    fn check_next(&self) -> Result<usize> {
-        let rest = self.stream.get(self.at..).unwrap_or(&[]);
-        let elements = self.info.frame_elements(self.index);
-        let (dtype, checksums) = (self.info.dtype, self.info.checksums);
-        let (_, layout) = check_frame_header(dtype, checksums, self.index, elements, rest)
-            .map_err(|e| at_offset(e, self.at, self.stream.len()))?;
-        if rest.len() < layout.bytes {
-            return Err(Error::Truncated {
-                needed: (self.at + layout.bytes) as u64,
-                available: self.stream.len() as u64,
-            });
-        }
-        Ok(layout.bytes)
     }
 }
 
@@ -751,45 +708,43 @@ impl<'a> Iterator for FrameWalk<'a> {
         if self.done {
             return None;
         }
-        let frame_count = self.info.frame_count;
-        let (first, at) = (self.index, self.at);
-        let mut elements = 0;
-        while self.index < frame_count && self.index - first < self.frames_per_run {
-            match self.check_next() {
-                Ok(bytes) => {
-                    elements += self.info.frame_elements(self.index);
-                    self.at += bytes;
-                    self.index += 1;
+        let at = self.frames.offset();
+        let (mut first, mut count, mut elements) = (None, 0, 0);
+        while count < self.frames_per_run {
+            match self.frames.next() {
+                Some(Ok(frame)) => {
+                    first.get_or_insert(frame.index);
+                    elements += frame.elements;
+                    count += 1;
                 }
-                Err(error) => {
+                Some(Err(error)) => {
                     self.pending = Some(error);
                     break;
                 }
+                None => break,
             }
         }
-        if self.pending.is_none() && self.index == frame_count {
+        if self.frames.finished() {
             self.done = true;
-            if self.stream.len() > self.at {
-                let extra = (self.stream.len() - self.at) as u64;
-                self.pending = Some(Error::TrailingData { extra });
-            }
+            self.pending = self.frames.check_end().err();
         }
-        if self.index == first {
+        let Some(first) = first else {
             self.done = true;
             return self.pending.take().map(Err);
-        }
-        let (start, len) = (self.start, elements * self.info.dtype.element_bytes());
+        };
+        let info = *self.frames.info();
+        let (start, len) = (self.start, elements * info.dtype.element_bytes());
         self.start += len as u64;
         let run = FrameRun {
             entry: self.entry,
-            info: self.info,
+            info,
             stream: self.stream,
             at,
             first,
-            count: self.index - first,
+            count,
             stores: self.stores,
         };
-        let source = self.base + at..self.base + self.at;
+        let source = self.base + at..self.base + self.frames.offset();
         Some(Ok((start, len, source, run)))
     }
 }

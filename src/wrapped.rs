@@ -42,8 +42,8 @@ use core::ops::Range;
 use crate::error::{Error, Result};
 use crate::format::{StreamInfo, STREAM_HEADER_BYTES};
 use crate::frame::EncodeOptions;
-use crate::frame::{decode_frame_with, encode_frame_before, max_frame_bytes, Stores};
-use crate::frames::{FrameInfo, Frames};
+use crate::frame::{encode_frame_before, max_frame_bytes, Stores};
+use crate::frames::{decode_frames, FrameInfo, Frames};
 
 /// The checksum a container stores for a piece kept verbatim (FORMAT.md section 9): xxHash32
 /// with seed 0, as in the frames.
@@ -167,19 +167,8 @@ impl<'a> FrameDecoder<'a> {
     /// Decodes `frame` into the start of `out`, verifying its checksum; returns the bytes written
     /// (`output_range(frame).len()`).
     pub fn decode_frame(&self, frame: &FrameInfo, out: &mut [u8]) -> Result<usize> {
-        let (dtype, checksums) = (self.info.dtype, self.info.checksums);
-        let bytes = frame.elements * dtype.element_bytes();
-        let stream = self.stream.get(frame.offset..).unwrap_or(&[]);
-        let elements = self.info.frame_elements(frame.index);
-        decode_frame_with(
-            dtype,
-            checksums,
-            frame.index,
-            elements,
-            stream,
-            out,
-            Stores::Cached,
-        )?;
-        Ok(bytes)
+        let frames = frame.index..frame.index.saturating_add(1);
+        decode_frames(self.stream, &self.info, frame.offset, frames, out, Stores::Cached)?;
+        Ok(frame.elements * self.info.dtype.element_bytes())
     }
 }

@@ -36,6 +36,17 @@ pub enum Stores {
     Streaming,
 }
 
+impl Stores {
+    /// What [`crate::decode`] uses for a whole output of `bytes` bytes.
+    pub fn for_output(bytes: u64) -> Stores {
+        if bytes >= STREAMING_STORES_FROM as u64 {
+            Stores::Streaming
+        } else {
+            Stores::Cached
+        }
+    }
+}
+
 /// Output size from which [`crate::decode`] writes with [`Stores::Streaming`]: larger than the
 /// caches of the CPUs that have such stores, so the output would leave them anyway.
 pub const STREAMING_STORES_FROM: usize = 8 << 20;
