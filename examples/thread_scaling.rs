@@ -10,7 +10,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use enec::frame::{decode_frame_with, max_frame_bytes, Stores};
+use enec::internals::frame::{decode_frame_with, max_frame_bytes, Stores};
 use enec::wrapped::FrameEncoder;
 use enec::{encode, frames, max_encoded_size, Dtype, EncodeOptions, FrameInfo};
 

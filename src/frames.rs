@@ -58,16 +58,19 @@ impl Frames<'_> {
         &self.info
     }
 
+    #[cfg(feature = "std")] // the parallel decoders
     /// Where the next frame starts (after the last one: where the stream should end).
     pub(crate) fn offset(&self) -> usize {
         self.offset
     }
 
+    #[cfg(feature = "std")] // the parallel decoders
     /// Whether every frame has been found.
     pub(crate) fn finished(&self) -> bool {
         !self.failed && self.index >= self.info.frame_count
     }
 
+    #[cfg(feature = "std")] // the parallel decoders
     /// [`Error::TrailingData`] when the stream goes on after its last frame (call once
     /// [`Self::finished`]).
     pub(crate) fn check_end(&self) -> Result<()> {
@@ -101,7 +104,9 @@ pub(crate) fn decode_frames(
             .map_err(|e| at_offset(e, at, stream.len()))?;
         // The frame wrote `elements` elements: the rest of `out` is the next frame's.
         let written = elements * dtype.element_bytes();
-        rest = core::mem::take(&mut rest).get_mut(written..).unwrap_or(&mut []);
+        rest = core::mem::take(&mut rest)
+            .get_mut(written..)
+            .unwrap_or(&mut []);
     }
     Ok(at)
 }

@@ -45,10 +45,10 @@ pub mod container;
 mod dtype;
 mod error;
 pub mod format;
-pub mod frame;
+mod frame;
 mod frames;
 pub mod io;
-pub mod kernels;
+mod kernels;
 mod oneshot;
 #[cfg(feature = "std")]
 pub mod parallel;
@@ -59,9 +59,6 @@ pub mod wrapped;
 
 pub use error::{Error, Result};
 pub use format::{max_encoded_len, Dtype, FrameCoding, StreamInfo};
-// Public for tests/dispatch.rs, which checks the run-time chosen kernels against these.
-#[doc(hidden)]
-pub use frame::dispatch::{decode_frame_portable, encode_frame_portable};
 pub use frame::dispatch::{kernels_in_use, simd_in_use};
 pub use frame::{Coding, EncodeOptions};
 pub use frames::{frames, FrameInfo, Frames};
@@ -70,3 +67,32 @@ pub use oneshot::{decode, encode, max_encoded_size, read_header};
 pub use oneshot::{decode_to_vec, encode_to_vec};
 pub use streaming::{Decoder, Encoder, Progress, Status};
 pub use typed::{decode_bf16, decode_f16, decode_f32, encode_bf16, encode_f16, encode_f32};
+
+/// Not part of the API (feature `internals`, off by default, with no stability promise): the
+/// door through which this crate's own tests, fuzz targets and examples reach the block kernels,
+/// the frame layout arithmetic and the single-frame calls with their choice of stores.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod internals {
+    /// The block kernels (FORMAT.md sections 5-7).
+    pub mod kernels {
+        pub use crate::kernels::*;
+    }
+
+    /// The format's frame internals beside its public constants.
+    pub mod format {
+        pub use crate::format::constants::*;
+        pub use crate::format::header::*;
+        pub use crate::format::layout::*;
+        pub use crate::format::plane::*;
+    }
+
+    /// One frame at a time, with a choice of stores.
+    pub mod frame {
+        pub use crate::frame::dispatch::{decode_frame_portable, encode_frame_portable};
+        pub use crate::frame::{
+            decode_frame, decode_frame_with, encode_frame, max_frame_bytes, Stores,
+            STREAMING_STORES_FROM,
+        };
+    }
+}

@@ -47,8 +47,8 @@ pub fn read_header(stream: &[u8]) -> Result<StreamInfo> {
 
 /// Decodes a whole stream into `out` (which needs [`StreamInfo::decoded_bytes`] bytes) and
 /// returns the decoded length. The stream must end exactly after its last frame. Outputs of
-/// [`crate::frame::STREAMING_STORES_FROM`] bytes or more are written with
-/// [`crate::frame::Stores::Streaming`] (the same bytes, bypassing the cache where it can).
+/// 8 MiB or more are written with non-temporal stores where the kernels have them (the same
+/// bytes, bypassing the cache, which such an output would leave anyway).
 pub fn decode(stream: &[u8], out: &mut [u8]) -> Result<usize> {
     let info = StreamInfo::parse(stream)?;
     let total = usize::try_from(info.decoded_bytes()).map_err(|_| Error::TooLarge)?;

@@ -37,7 +37,7 @@
 //!
 //! # Memory
 //!
-//! The codec works frame by frame with the per-frame functions of [`crate::frame`]; only frames
+//! The codec works frame by frame, as [`crate::wrapped`] does; only frames
 //! that arrive split across calls, or whose output does not fit in the caller's output slice, go
 //! through its buffer. In the worst case it holds a whole compressed frame and a whole decoded
 //! frame at once, so a frame of `N` elements of `b` bytes needs `N b + 32 + pad32(N b)` bytes:

@@ -41,8 +41,9 @@ use core::ops::Range;
 
 use crate::error::{Error, Result};
 use crate::format::{StreamInfo, STREAM_HEADER_BYTES};
+pub use crate::frame::max_frame_bytes;
 use crate::frame::EncodeOptions;
-use crate::frame::{encode_frame_before, max_frame_bytes, Stores};
+use crate::frame::{encode_frame_before, Stores};
 use crate::frames::{decode_frames, FrameInfo, Frames};
 
 /// The checksum a container stores for a piece kept verbatim (FORMAT.md section 9): xxHash32
@@ -168,7 +169,14 @@ impl<'a> FrameDecoder<'a> {
     /// (`output_range(frame).len()`).
     pub fn decode_frame(&self, frame: &FrameInfo, out: &mut [u8]) -> Result<usize> {
         let frames = frame.index..frame.index.saturating_add(1);
-        decode_frames(self.stream, &self.info, frame.offset, frames, out, Stores::Cached)?;
+        decode_frames(
+            self.stream,
+            &self.info,
+            frame.offset,
+            frames,
+            out,
+            Stores::Cached,
+        )?;
         Ok(frame.elements * self.info.dtype.element_bytes())
     }
 }

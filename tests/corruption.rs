@@ -15,7 +15,7 @@ mod common;
 use common::Rng;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use enec::frame::decode_frame;
+use enec::internals::frame::decode_frame;
 use enec::{decode, encode, frames, max_encoded_size, Coding, Dtype, EncodeOptions, FrameCoding};
 use half::{bf16, f16};
 

@@ -4,8 +4,9 @@
 
 mod common;
 
-use enec::frame::{decode_frame, encode_frame, max_frame_bytes};
-use enec::{decode_frame_portable, encode_frame_portable, Coding, Dtype};
+use enec::internals::frame::{decode_frame, encode_frame, max_frame_bytes};
+use enec::internals::frame::{decode_frame_portable, encode_frame_portable};
+use enec::{Coding, Dtype};
 
 const SLICE: &[u8] = include_bytes!("data/minilm-slice.f32.bin");
 

@@ -1,10 +1,12 @@
-//! Unit tests of the public block kernels (`enec::kernels`) against FORMAT.md, with expected
+//! Unit tests of the block kernels (`enec::internals::kernels`) against FORMAT.md, with expected
 //! values computed independently in the test (from the format text, brute force or a sort).
 
 mod common;
 use common::Rng;
-use enec::format::{frame_bytes, ranked_frame_bytes, FrameLayout, FrameParams, RankedParams};
-use enec::kernels::{
+use enec::internals::format::{
+    frame_bytes, ranked_frame_bytes, FrameLayout, FrameParams, RankedParams,
+};
+use enec::internals::kernels::{
     choose_ranked, escape_masks, expand, groups_forward, groups_inverse, groups_unflagged,
     groups_width, lookup, pack_halving, pack_plane, unpack_range, Fields, Plane, PlaneReader,
     PlaneWriter, RankedCost, Ranking, GROUPS_BASES, MAX_LEVELS, MAX_SYMBOLS,

@@ -7,7 +7,7 @@
 mod common;
 use common::Rng;
 use enec::checksum::h32;
-use enec::frame::decode_frame;
+use enec::internals::frame::decode_frame;
 use enec::{
     decode, decode_bf16, decode_f16, decode_f32, encode, encode_bf16, encode_f16, encode_f32,
     frames, max_encoded_size, read_header, Coding, Dtype, EncodeOptions, Error, FrameCoding,
@@ -1088,7 +1088,7 @@ fn groups_base_search_reaches_mode_plus_8() {
 /// starts on a cache line or not, for every dtype, and the same as the per-frame cached path.
 #[test]
 fn large_outputs_decode_the_same_with_streaming_stores() {
-    use enec::frame::{decode_frame_with, Stores, STREAMING_STORES_FROM};
+    use enec::internals::frame::{decode_frame_with, Stores, STREAMING_STORES_FROM};
     for dtype in Dtype::ALL {
         let count = STREAMING_STORES_FROM / dtype.element_bytes() + 12_345;
         let input = to_bytes(dtype, &weights(dtype, count, 99, 2, 0));

@@ -15,7 +15,7 @@
 
 use std::sync::OnceLock;
 
-use enec::frame::{decode_frame, decode_frame_with, Stores};
+use enec::internals::frame::{decode_frame, decode_frame_with, Stores};
 use enec::{decode, encode, frames, read_header, EncodeOptions, Error};
 use enec_fuzz::streaming::{stream_decode, Chunks};
 use enec_fuzz::{fix_header_check, no_alloc, prefilled, seed_of, with_capacity, Bytes};
@@ -195,7 +195,7 @@ fn check_stream(stream: &[u8], seed: u64) {
         assert_eq!(used, f.bytes);
         // The baseline compilation of the kernels agrees with the dispatched (AVX2) one.
         let mut p = vec![0x11u8; dst.len()];
-        let portable = enec::decode_frame_portable(
+        let portable = enec::internals::frame::decode_frame_portable(
             info.dtype,
             info.checksums,
             f.index,
@@ -260,7 +260,9 @@ fn check_frame(input: &[u8]) {
         "decode_frame wrote past its elements"
     );
     let mut p = fill.clone();
-    let portable = enec::decode_frame_portable(dtype, checksums, index, elements, frame, &mut p);
+    let portable = enec::internals::frame::decode_frame_portable(
+        dtype, checksums, index, elements, frame, &mut p,
+    );
     assert_eq!(portable, r, "portable and dispatched decode_frame disagree");
     if r.is_ok() {
         assert_eq!(

@@ -7,7 +7,7 @@
 //! also encoded as data of the dtype chosen by their length, into garbage-filled buffers.
 #![no_main]
 
-use enec::frame::decode_frame;
+use enec::internals::frame::decode_frame;
 use enec::{decode, encode, max_encoded_size, read_header, EncodeOptions};
 use enec_fuzz::{assert_written_alike, fix_header_check, prefilled, seed_of};
 use libfuzzer_sys::fuzz_target;

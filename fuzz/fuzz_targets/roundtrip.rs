@@ -73,7 +73,7 @@ fuzz_target!(|input: &[u8]| {
         let start = count as usize * info.frame_len() * eb;
         let want = &data[start..start + f.elements * eb];
         let mut out = vec![0u8; want.len()];
-        let used = enec::frame::decode_frame(
+        let used = enec::internals::frame::decode_frame(
             info.dtype,
             info.checksums,
             f.index,
@@ -87,7 +87,7 @@ fuzz_target!(|input: &[u8]| {
         // Both compilations of the kernels (AVX2 where the CPU has it, and the baseline) write
         // this frame's bytes, and read them.
         let mut own = vec![0xccu8; f.bytes + 32];
-        let portable = enec::encode_frame_portable(
+        let portable = enec::internals::frame::encode_frame_portable(
             info.dtype,
             options.coding,
             options.checksums,
@@ -97,7 +97,7 @@ fuzz_target!(|input: &[u8]| {
         assert_eq!(portable, Ok(f.bytes), "portable encoder disagrees");
         assert_eq!(&own[..f.bytes], &stream[f.offset..f.offset + f.bytes]);
         let mut back = vec![0u8; want.len()];
-        let r = enec::decode_frame_portable(
+        let r = enec::internals::frame::decode_frame_portable(
             info.dtype,
             info.checksums,
             f.index,

@@ -76,13 +76,13 @@ pub const HEADER_BYTES: usize = 32;
 /// Size of the container footer.
 pub const FOOTER_BYTES: usize = 32;
 /// Payloads, the index and the footer start at multiples of this many bytes: the streams' own
-/// alignment ([`crate::format::ALIGN`]), so a stream keeps it inside a container.
+/// alignment (32 bytes, FORMAT.md section 2), so a stream keeps it inside a container.
 pub const ALIGN: u64 = crate::format::ALIGN as u64;
 /// Most dimensions a tensor's shape may have in the index.
 pub const MAX_RANK: usize = 16;
 
 /// `x` rounded up to a multiple of [`ALIGN`] (saturating at the largest multiple of 32): the
-/// container's form of [`crate::format::pad32`], over u64 file offsets, which exceed `usize` on
+/// container's form of the streams' 32-byte padding, over u64 file offsets, which exceed `usize` on
 /// 32-bit targets.
 pub const fn pad32(x: u64) -> u64 {
     match x.checked_add(ALIGN - 1) {

@@ -233,7 +233,7 @@ pub struct FrameHeader {
 
 impl FrameHeader {
     /// The 32 header bytes.
-    pub fn to_bytes(&self) -> [u8; FRAME_HEADER_BYTES] {
+    pub fn to_bytes(self) -> [u8; FRAME_HEADER_BYTES] {
         let mut b = [0u8; FRAME_HEADER_BYTES];
         b[0..4].copy_from_slice(&self.frame_bytes.to_le_bytes());
         b[4..8].copy_from_slice(&self.checksum.to_le_bytes());

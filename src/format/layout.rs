@@ -75,6 +75,7 @@ pub fn frame_bytes(dtype: Dtype, elements: usize, dead_bits: u8, params: &FrameP
     bytes
 }
 
+#[cfg(any(test, feature = "internals"))]
 /// [`frame_bytes`] of a ranked frame, from its parameters' parts: the encoder's width search
 /// asks this some tens of times per frame. Always equal to `frame_bytes` (`tests/kernels.rs`).
 #[inline]

@@ -10,7 +10,9 @@
 #![allow(unsafe_code)]
 
 use super::decode::decode_frame_impl;
-use super::encode::{encode_frame_impl, frame_elements};
+use super::encode::encode_frame_impl;
+#[cfg(any(test, feature = "internals"))]
+use super::encode::frame_elements;
 use super::options::{Coding, Stores};
 use crate::error::Result;
 use crate::format::Dtype;
@@ -200,6 +202,7 @@ pub(crate) fn decode_frame(
     )
 }
 
+#[cfg(any(test, feature = "internals"))]
 /// [`crate::frame::encode_frame`] on the baseline compilation, whatever the CPU: for tests that
 /// check both compilations write the same bytes.
 #[doc(hidden)]
@@ -223,6 +226,7 @@ pub fn encode_frame_portable(
     )
 }
 
+#[cfg(any(test, feature = "internals"))]
 /// [`crate::frame::decode_frame`] on the baseline compilation, whatever the CPU.
 #[doc(hidden)]
 pub fn decode_frame_portable(

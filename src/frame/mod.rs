@@ -12,10 +12,10 @@ mod ranked;
 mod scratch;
 
 pub(crate) use decode::check_frame_header;
+pub use options::Stores;
+#[cfg(feature = "internals")]
+pub use options::STREAMING_STORES_FROM;
 pub use options::{max_frame_bytes, Coding, EncodeOptions};
-// Public for tests/roundtrip.rs and examples/thread_scaling.rs, which pick the stores.
-#[doc(hidden)]
-pub use options::{Stores, STREAMING_STORES_FROM};
 
 use crate::error::Result;
 use crate::format::Dtype;
@@ -72,8 +72,6 @@ pub fn decode_frame(
 }
 
 /// [`decode_frame`] with a choice of [`Stores`] (the bytes written are the same).
-// Public for tests/roundtrip.rs and examples/thread_scaling.rs, which pick the stores.
-#[doc(hidden)]
 pub fn decode_frame_with(
     dtype: Dtype,
     checksums: bool,

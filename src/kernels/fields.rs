@@ -29,6 +29,7 @@ impl Fields {
         }
     }
 
+    #[cfg(any(test, feature = "internals"))]
     /// Width of the residual: sign plus live mantissa bits.
     #[inline(always)]
     pub fn residual_bits(&self) -> u32 {
@@ -63,6 +64,7 @@ pub fn load<const B: usize>(bytes: &[u8], i: usize) -> u32 {
     }
 }
 
+#[cfg(any(test, feature = "internals"))]
 /// Writes element `i` of a little-endian array of `B`-byte elements (1, 2 or 4).
 #[inline(always)]
 pub fn store<const B: usize>(bytes: &mut [u8], i: usize, u: u32) {

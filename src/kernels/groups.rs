@@ -2,6 +2,7 @@
 //! of 16 with two bit widths (FORMAT.md 4.2): the transform, the flags, and the statistics its
 //! parameter search reads.
 
+#[cfg(any(test, feature = "internals"))]
 use super::fields::{exponents, Fields, CHUNK};
 use crate::format::{GROUP_LEN, MAX_FRAME_LEN, MAX_SYMBOLS};
 
@@ -133,6 +134,7 @@ pub struct GroupRanges {
 pub const MAX_GROUPS: usize = MAX_FRAME_LEN / GROUP_LEN;
 
 impl GroupRanges {
+    #[cfg(any(test, feature = "internals"))]
     /// The ranges of the groups of a frame of `elements` elements (at most [`MAX_FRAME_LEN`]).
     #[inline(always)]
     pub fn gather<const B: usize>(frame: &[u8], elements: usize, fields: &Fields) -> GroupRanges {
@@ -235,6 +237,7 @@ impl GroupRanges {
     }
 }
 
+#[cfg(any(test, feature = "internals"))]
 /// [`GroupRanges::unflagged`] of a frame's groups.
 pub fn groups_unflagged<const B: usize>(
     frame: &[u8],

@@ -26,7 +26,10 @@ mod planes;
 mod ranked;
 mod stats;
 
-pub use crate::format::{Plane, Run, SubPlane, MAX_LEVELS, MAX_SYMBOLS};
+pub use crate::format::constants::MAX_SYMBOLS;
+pub use crate::format::plane::Plane;
+#[cfg(any(test, feature = "internals"))]
+pub use crate::format::{constants::MAX_LEVELS, plane::Run, plane::SubPlane};
 pub use fields::*;
 pub use groups::*;
 pub use masks::*;

@@ -4,17 +4,20 @@
 use super::fields::Lane;
 use crate::format::{Plane, SubPlane};
 
+#[cfg(any(test, feature = "internals"))]
 #[inline(always)]
 fn word(frame: &[u8], offset: usize, j: usize) -> u16 {
     u16::from_le_bytes([frame[offset + 2 * j], frame[offset + 2 * j + 1]])
 }
 
+#[cfg(any(test, feature = "internals"))]
 #[inline(always)]
 fn or_word(frame: &mut [u8], offset: usize, j: usize, v: u16) {
     let w = word(frame, offset, j) | v;
     frame[offset + 2 * j..offset + 2 * j + 2].copy_from_slice(&w.to_le_bytes());
 }
 
+#[cfg(any(test, feature = "internals"))]
 /// Hierarchical halving on 16-bit lanes: packs `lanes.len()` fields of `bits` bits into the first
 /// `lanes.len() * bits / 16` lanes, field `i` landing in lane `i mod W` at bit `(i div W) * bits`.
 /// Every round ORs the upper half onto the lower half with one shift, so it vectorizes as whole
@@ -34,6 +37,7 @@ pub fn pack_halving(lanes: &mut [u16], bits: u32) -> usize {
     words
 }
 
+#[cfg(any(test, feature = "internals"))]
 /// Packs a whole plane whose values can be computed by index: word `j` of each sub-plane gathers
 /// the fields of values `j, j + W, j + 2W, ...` (the layout hierarchical halving produces),
 /// a run of words at a time so the inner loop is contiguous and vectorizes. Overwrites the plane.
@@ -62,6 +66,7 @@ pub fn pack_plane(frame: &mut [u8], plane: &Plane, value: impl Fn(usize) -> u32)
     }
 }
 
+#[cfg(any(test, feature = "internals"))]
 /// Writes the values of one plane in order (the scatter form of hierarchical halving). The
 /// plane's bytes must be zero beforehand.
 pub struct PlaneWriter {
@@ -70,6 +75,7 @@ pub struct PlaneWriter {
     cursor: [(usize, u32); 5],
 }
 
+#[cfg(any(test, feature = "internals"))]
 impl PlaneWriter {
     /// A writer for `plane`, starting at value 0.
     pub fn new(plane: Plane) -> PlaneWriter {
@@ -194,6 +200,7 @@ fn pack_run<L: Lane, const OR: bool>(
     }
 }
 
+#[cfg(any(test, feature = "internals"))]
 /// Reads the values of one plane in order, one at a time (for the compacted escape planes).
 /// Reading past `count` yields 0 and is reported by [`PlaneReader::overran`].
 pub struct PlaneReader {
@@ -202,6 +209,7 @@ pub struct PlaneReader {
     next: usize,
 }
 
+#[cfg(any(test, feature = "internals"))]
 impl PlaneReader {
     /// A reader of `plane` at value 0.
     pub fn new(plane: Plane) -> PlaneReader {

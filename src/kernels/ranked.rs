@@ -61,6 +61,7 @@ impl Ranking {
         Ranking { order, covered }
     }
 
+    #[cfg(any(test, feature = "internals"))]
     /// The rank of exponent `x`: its place in `order` (the encoder needs only `order`, whose
     /// first symbols are the level tables; an inverse table cost 1% of encoding).
     pub fn rank(&self, x: u8) -> usize {

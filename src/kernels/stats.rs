@@ -20,10 +20,13 @@ pub struct FrameStats {
     /// Elements added so far.
     pub(crate) counted: usize,
     /// See [`FrameStats::frequent`]: not chosen yet, or chosen (and maybe none).
+    #[cfg_attr(not(all(feature = "std", target_arch = "x86_64")), allow(dead_code))]
+    // x86 kernels only
     frequent: Option<Option<u8>>,
 }
 
 /// How many exponents a vector kernel counts by compares (see [`FrameStats::frequent`]).
+#[cfg_attr(not(all(feature = "std", target_arch = "x86_64")), allow(dead_code))] // x86 kernels only
 pub const FREQUENT: usize = 8;
 
 /// Elements of a frame counted one by one before [`FrameStats::frequent`] chooses.
@@ -49,6 +52,7 @@ impl FrameStats {
     /// least 3/4 of them (typical of weights, whose exponents crowd a few neighbouring values);
     /// else None. Vector kernels count these by compares and the others one by one; any choice
     /// gives the same histogram.
+    #[cfg_attr(not(all(feature = "std", target_arch = "x86_64")), allow(dead_code))] // x86 kernels only
     pub fn frequent(&mut self) -> Option<u8> {
         if let Some(chosen) = self.frequent {
             return chosen;

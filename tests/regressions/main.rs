@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use enec::frame::decode_frame;
+use enec::internals::frame::decode_frame;
 use enec::{decode, encode, max_encoded_size, Dtype, EncodeOptions};
 
 /// A well-formed `groups` frame of `elements` bf16 elements, every one decoding to exponent

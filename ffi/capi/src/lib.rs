@@ -35,9 +35,8 @@ use enec::container::{
     check_stream, dtype_from_safetensors, header_of, run_tensors, Container, ContainerError, Entry,
     PieceKind, RunTensor, RunTensorsError,
 };
-use enec::frame::max_frame_bytes;
 use enec::streaming::{capacity_for, Decoder, Encoder, Status};
-use enec::wrapped::FrameDecoder;
+use enec::wrapped::{max_frame_bytes, FrameDecoder, FrameEncoder};
 use enec::{Coding, Dtype, EncodeOptions, Error, FrameCoding};
 
 /// Alignment in bytes that streaming state memory must have.
@@ -2059,7 +2058,15 @@ fn canonical(
         FrameCoding::Groups => Coding::Groups,
         FrameCoding::Ranked => Coding::Ranked,
     };
-    match enec::frame::encode_frame(info.dtype, coding, info.checksums, decoded, scratch) {
+    let options = EncodeOptions {
+        dtype: info.dtype,
+        frame_log2: info.frame_log2,
+        coding,
+        checksums: info.checksums,
+    };
+    // The frame alone, as frame 0 of a stream of its elements: the same bytes.
+    let encoded = FrameEncoder::new(&options, decoded).and_then(|e| e.encode_frame(0, scratch));
+    match encoded {
         Ok(n) => scratch[..n] == *bytes,
         Err(_) => false,
     }

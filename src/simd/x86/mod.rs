@@ -22,7 +22,8 @@ use words::*;
 
 use super::*;
 use crate::checksum;
-use crate::kernels::{GroupsBytes, Run};
+use crate::format::plane::Run;
+use crate::kernels::GroupsBytes;
 use core::arch::x86_64::*;
 
 /// AVX2 (with BMI1/2, LZCNT, POPCNT) kernels; only [`Avx2::detect`] makes one. Where the
