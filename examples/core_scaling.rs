@@ -1,6 +1,6 @@
 //! How far two threads can scale on this machine, whatever the codec: the same work on one
 //! thread and on two (each thread its own copy), for three kinds of work. A codec's two-thread
-//! speed-up can only be judged against these (issue 4's ">= 1.8x one thread").
+//! speed-up can only be judged against these.
 //!
 //! - `scalar`: a chain of dependent multiplies (latency-bound; shares nothing but the core).
 //! - `vector`: wide integer arithmetic over 16 KiB that stays in L1 (throughput-bound: it needs

@@ -1,4 +1,4 @@
-//! fp16 and fp32 against bf16 (issue 4: "within 20% of bf16's throughput in GB/s of output"),
+//! fp16 and fp32 against bf16 in GB/s of output,
 //! measured in one process: the same weights in each dtype are encoded and decoded one after
 //! the other, round after round, so that a shared machine's drift hits all of them alike. Prints
 //! each dtype's best GB/s of uncompressed bytes and the median over rounds of its ratio to

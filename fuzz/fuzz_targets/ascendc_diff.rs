@@ -139,8 +139,7 @@ mod ascendc {
     /// Divergences already reported, with a regression test in tests/regressions/ (ignored
     /// until fixed), skipped so that fuzzing can go on past them. `ENEC_FUZZ_STRICT=1` turns the
     /// skipping off. Add an entry for a reported, unfixed divergence; remove it when the fix
-    /// lands. (Finding 2, non-zero reserved stream-header bytes accepted by the AscendC host
-    /// reader, was fixed in 82b176a.)
+    /// lands.
     fn known_bug(_rust_error: &enec::Error) -> bool {
         if std::env::var_os("ENEC_FUZZ_STRICT").is_some_and(|v| v == "1") {
             return false;

@@ -1,8 +1,7 @@
-//! Regression tests for findings of the fuzz targets and the hostile-input review (issue 6).
-//!
-//! Each test names the finding, the file and line where it failed, and holds the input inline
-//! (or under `tests/regressions/`). A test stays `#[ignore = "bug: ..."]` until its fix lands;
-//! then the `ignore` goes and the test guards the fix.
+//! Regression tests for inputs the fuzz targets and the hostile-input review found: each test
+//! says what the input is, what the code must do with it and where that is checked, and holds
+//! the input inline (or under `tests/regressions/`). A finding not yet fixed is a test marked
+//! `#[ignore = "bug: ..."]`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -47,12 +46,10 @@ fn groups_frame_helper_is_valid() {
     );
 }
 
-/// Finding 1 (fixed in d956abf): `frame::decode_frame` panicked (index out of bounds in
-/// `FlagSet::set`, `self.0[t / 64]` in src/frame.rs with `t >= 4096`; line 279 at 6cead9c) when
-/// called with `elements` above `MAX_FRAME_LEN` (65,536) and a frame header that agrees.
-/// `decode` and `frames()` never pass such a count (the stream header limits frames to 65,536
-/// elements), but `decode_frame` is public, documented for parallel decoders, and its input
-/// here is just a 9,376-byte frame and a count. Now: an error, no panic.
+/// The single-frame decoder given `elements` above `MAX_FRAME_LEN` (65,536) and a frame header
+/// that agrees: an error, no panic (the groups decoder's flag set holds 4,096 groups). `decode`
+/// and `frames()` never pass such a count (the stream header limits frames to 65,536
+/// elements); the input is just a 9,376-byte frame and a count.
 #[test]
 fn decode_frame_rejects_more_than_max_frame_len_elements() {
     let elements = 70_000;
@@ -138,13 +135,11 @@ fn ascendc_accepts_a_valid_stream() {
     assert!(ascendc_accepts(&stream, "valid"));
 }
 
-/// Finding 2 (`ascendc_diff`; fixed in 82b176a): the AscendC host reader `enec_host::read_header`
-/// (ffi/ascendc/host/enec_host.h) did not check that the stream header's reserved bytes
-/// (9..12 and 24..28) are zero, which FORMAT.md section 3 requires ("must be 0": a conforming
-/// decoder rejects the stream otherwise). A stream whose reserved byte is set and whose header
-/// check is recomputed is refused by the Rust decoder (`CorruptHeader("reserved bytes are not
-/// zero")`) and was decoded by the AscendC one. Any future minor version that gives these bytes a
-/// meaning would have been silently misread by the AscendC path.
+/// Found by the `ascendc_diff` fuzz target: the AscendC host reader `enec_host::read_header`
+/// (ffi/ascendc/host/enec_host.h) must refuse a stream header whose reserved bytes (9..12 and
+/// 24..28) are not zero, as FORMAT.md section 3 requires and the Rust decoder does
+/// (`CorruptHeader("reserved bytes are not zero")`), even when the header check is recomputed;
+/// a future minor version that gives these bytes a meaning would otherwise be misread there.
 #[test]
 fn ascendc_refuses_reserved_stream_header_bytes() {
     for at in [9usize, 10, 11, 24, 25, 26, 27] {
@@ -164,10 +159,10 @@ fn ascendc_refuses_reserved_stream_header_bytes() {
     }
 }
 
-/// Fuzz target `wrapped` (fuzz_targets/wrapped.rs, "frame-by-frame decoding and decode
-/// disagree"): a stream cut inside a frame header. `frames()` reported the header's truncation
-/// in positions within the frame (`needed 32, available 13`) where `decode` reports stream
-/// positions (`needed 64, available 45`), as `frames()` itself does for a cut frame body.
+/// Found by the `wrapped` fuzz target ("frame-by-frame decoding and decode disagree"): a stream
+/// cut inside a frame header. `frames()` reports the truncation in stream positions (`needed 64,
+/// available 45`), as `decode` does, not in positions within the frame (`needed 32, available
+/// 13`).
 #[test]
 fn frames_reports_a_cut_frame_header_in_stream_positions() {
     let stream = small_stream(1500);

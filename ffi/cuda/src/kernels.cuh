@@ -1,10 +1,10 @@
-// The enec block kernels in CUDA: one thread block per frame, mirroring src/kernels.rs and
-// src/frame.rs (FORMAT.md sections 4, 5 and 7).
+// The enec block kernels in CUDA: one thread block per frame, mirroring the Rust src/kernels/
+// and src/frame/ (FORMAT.md sections 4, 5 and 7).
 //
 // Decode (decode_kernel): 256 decoding threads, each producing 8 consecutive elements per step
 // (2,048 elements per step), plus, when checksums are verified, one hashing warp that consumes
-// each step's output from a two-slot ring in shared memory (named barriers, producer/consumer),
-// so h32's 32 sequential lanes run beside the decoding. A coded frame is first copied whole into
+// each step's output from a ring of kSlots slots in shared memory (named barriers,
+// producer/consumer), so h32's 32 sequential lanes run beside the decoding. A coded frame is first copied whole into
 // shared memory with cp.async (one aligned copy: every section starts at a multiple of 32), so
 // the escape planes' gathers hit shared memory. Escapes are expanded with block-wide prefix
 // sums: per thread a mask of its escaped elements, popcount, a warp shuffle scan, warp totals in
