@@ -3,7 +3,7 @@
 timed in one run, alternating, on a tmpfs.
 
     python3 benches/load_path.py [--enec target/release/enec] [--rounds 9] [--dir /dev/shm/enec-load]
-                                 CHECKPOINT.safetensors...
+                                 [--csv FILE --machine TEXT] CHECKPOINT.safetensors...
 
 For each checkpoint, the files are copied into --dir (a tmpfs, so that no disk is timed), then
 compressed once by `enec compress` and by `zstd -1`. Each round runs every command below once,
@@ -16,10 +16,13 @@ any of its runs (`/usr/bin/time -f %M`, which counts the mapped pages of the inp
     enec decompress -q -f -j1 / -jN IN OUT      N: all cores
     enec compress -q -f -j1 / -jN CHECKPOINT OUT
 
-Every restored file is compared with the checkpoint after the timings. Needs python3, cp, zstd,
+Every restored file is compared with the checkpoint after the timings. `--csv FILE` appends the
+table's rows to FILE (benches/results/load-path.csv), `--machine` naming the machine. Needs python3, cp, zstd,
 /usr/bin/time (GNU time).
 """
 import argparse
+import csv
+import datetime
 import os
 import shutil
 import statistics
@@ -47,7 +50,11 @@ def same(a, b):
     return subprocess.run(["cmp", "-s", a, b]).returncode == 0
 
 
-def bench(enec, checkpoint, rounds, work):
+CSV_COLUMNS = ["date", "time_utc", "commit", "machine", "checkpoint", "checkpoint_MB", "command",
+               "rounds", "median_s", "vs_cp", "max_rss_MB", "method"]
+
+
+def bench(enec, checkpoint, rounds, work, table):
     name = os.path.basename(checkpoint)
     src = os.path.join(work, name)
     shutil.copyfile(checkpoint, src)
@@ -87,6 +94,7 @@ def bench(enec, checkpoint, rounds, work):
     for n in names:
         m = statistics.median(times[n])
         print(f"| `{n}` | {m:.4f} | {m / cp:.2f} | {rss[n]:.0f} |")
+        table.append([name, f"{size / 1e6:.1f}", n, rounds, f"{m:.4f}", f"{m / cp:.2f}", f"{rss[n]:.0f}"])
     for path in [src, packed, zst] + [out(t) for t in ["cp", "zstd", "d1", "dn", "c1", "cn"]]:
         os.remove(path)
 
@@ -96,11 +104,29 @@ def main():
     parser.add_argument("--enec", default="target/release/enec")
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--dir", default="/dev/shm/enec-load")
+    parser.add_argument("--csv", help="append the rows to this CSV file")
+    parser.add_argument("--machine", default="", help="the machine, for the CSV rows")
     parser.add_argument("checkpoints", nargs="+")
     args = parser.parse_args()
+    if args.csv and not args.machine:
+        sys.exit("--csv needs --machine")
     os.makedirs(args.dir, exist_ok=True)
+    table = []
     for checkpoint in args.checkpoints:
-        bench(os.path.abspath(args.enec), checkpoint, args.rounds, args.dir)
+        bench(os.path.abspath(args.enec), checkpoint, args.rounds, args.dir, table)
+    if args.csv:
+        now = datetime.datetime.now(datetime.timezone.utc)
+        here = os.path.dirname(os.path.abspath(__file__))
+        commit = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True).stdout.strip()
+        new = not os.path.exists(args.csv)
+        with open(args.csv, "a", newline="") as f:
+            w = csv.writer(f)
+            if new:
+                w.writerow(CSV_COLUMNS)
+            for row in table:
+                w.writerow([now.strftime("%Y-%m-%d"), now.strftime("%H:%M"), commit, args.machine]
+                           + row + [f"benches/load_path.py --rounds {args.rounds}"])
     os.rmdir(args.dir)
     os.remove(RSS_FILE)
 
