@@ -49,9 +49,13 @@ for cpu in neoverse-v2 neoverse-n1; do
     done
 done
 for subs in 1 2; do
-    # The AVX2 one-pass loop of bf16 as bytes, 128 elements per iteration (4 shifts of the
-    # residual's words and 8 more per sub-plane of codes).
-    c=$(per_element "$x86" x86_64 znver4 128 dispatch3x8612decode 0 \
-        vpunpcklbw vpmovmskb vpblendvb vpmulld "^vpsrlw=$((12 + 8 * subs))")
+    # The AVX2 one-pass loop of bf16 as bytes (`ranked_chunk_avx2`), checksum in registers:
+    # 12 shifts per 128 elements for the residual's words and 8 more per sub-plane of codes, and
+    # 16 `vpmulld` (two per 32 bytes hashed). The compiler unrolls the one-sub-plane loop to 128
+    # elements an iteration and the two-sub-plane loop to 64.
+    elements=$((subs == 1 ? 128 : 64))
+    c=$(per_element "$x86" x86_64 znver4 "$elements" ranked_chunk_avx2 0 \
+        vpunpcklbw vpmovmskb vpblendvb "^vpmulld=$((elements / 8))" \
+        "^vpsrlw=$(((12 + 8 * subs) * elements / 128))")
     printf 'AVX2 %-12s codes of %s sub-plane(s): %s cycles/element\n' znver4 "$subs" "$c"
 done

@@ -29,8 +29,12 @@ impl Fields {
         }
     }
 
-    #[cfg(any(test, feature = "internals"))]
     /// Width of the residual: sign plus live mantissa bits.
+    #[cfg(any(
+        test,
+        feature = "internals",
+        all(feature = "std", target_arch = "aarch64")
+    ))]
     #[inline(always)]
     pub fn residual_bits(&self) -> u32 {
         1 + self.m - self.k
