@@ -2,6 +2,7 @@
 
     pip install ./ffi/python safetensors ml_dtypes        # + torch, zipnn for the full comparison
     python benches/python_load.py [CHECKPOINT.safetensors] [--rounds N] [--threads N]
+                                  [--csv FILE --machine TEXT]
 
 Compresses the checkpoint with enec (and, per tensor, with ZipNN), then times, in one run,
 round-robin with the order rotated every round (page cache warm), each loader alone and then
@@ -15,11 +16,15 @@ safetensors' tensors are views of the mapped file, read only when used), and wit
 
 or, without torch, ``enec.numpy.load_file`` against ``safetensors.numpy.load_file``. Prints
 each loader's median and the median of the per-round ratios, and checks that every loader's
-tensors are bit-equal to safetensors' (dtypes and shapes too).
+tensors are bit-equal to safetensors' (dtypes and shapes too). ``--csv FILE`` appends one row
+per loader and step (benches/results/python-load.csv), ``--machine`` naming the machine.
 """
 
 import argparse
+import csv
+import datetime
 import os
+import subprocess
 import statistics
 import sys
 import tempfile
@@ -121,7 +126,11 @@ def main():
         "--threads", type=int, default=None, help="enec threads (default: all cores)"
     )
     parser.add_argument("--numpy", action="store_true", help="the numpy loaders even with torch")
+    parser.add_argument("--csv", help="append the results to this CSV file")
+    parser.add_argument("--machine", default="", help="the machine, for the CSV rows")
     args = parser.parse_args()
+    if args.csv and not args.machine:
+        sys.exit("--csv needs --machine")
 
     original = args.checkpoint
     work = tempfile.mkdtemp(prefix="enec-bench-")
@@ -201,6 +210,7 @@ def main():
         f"\n{args.rounds} rounds, order rotated each round; median ms, "
         "and median of the per-round ratios to the first row; CPU: median ms of CPU time, all threads"
     )
+    rows = []
     for what in dict.fromkeys(w for _, w in keys):
         print(f"{what}:")
         group = [name for name, w in keys if w == what]
@@ -213,8 +223,38 @@ def main():
                 f"{statistics.median(ratios):5.2f}x   (min {min(mine) * 1e3:.2f} ms)   "
                 f"CPU {statistics.median(cpu[(name, what)]) * 1e3:7.2f} ms"
             )
+            rows.append([os.path.basename(original), what, name, group[0], args.rounds,
+                         f"{statistics.median(mine) * 1e3:.2f}", f"{min(mine) * 1e3:.2f}",
+                         f"{statistics.median(ratios):.3f}",
+                         f"{statistics.median(cpu[(name, what)]) * 1e3:.2f}"])
+    if args.csv:
+        write_csv(args, rows, use_torch)
     os.remove(compressed)
     os.rmdir(work)
+
+
+def write_csv(args, rows, use_torch):
+    """Appends `rows` with the date, commit, machine and versions."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    here = os.path.dirname(os.path.abspath(__file__))
+    commit = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    versions = ""
+    if use_torch:
+        import safetensors
+        import torch
+
+        versions = f"torch {torch.__version__}, safetensors {safetensors.__version__}"
+    new = not os.path.exists(args.csv)
+    with open(args.csv, "a", newline="") as f:
+        w = csv.writer(f)
+        if new:
+            w.writerow(["date", "time_utc", "commit", "machine", "cores", "threads", "versions",
+                        "checkpoint", "step", "loader", "baseline", "rounds", "median_ms",
+                        "best_ms", "vs_baseline", "cpu_ms"])
+        for row in rows:
+            w.writerow([now.strftime("%Y-%m-%d"), now.strftime("%H:%M"), commit, args.machine,
+                        os.cpu_count(), args.threads or "all", versions] + row)
 
 
 if __name__ == "__main__":
