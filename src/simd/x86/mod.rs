@@ -326,7 +326,7 @@ impl Isa for Avx2 {
     ) -> Option<usize> {
         match (B, L::BITS) {
             // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
-            (2, 16) | (4, 32) if self.avx512 && escape < 16 => unsafe {
+            (1, 8) | (2, 16) | (4, 32) if self.avx512 && escape < 16 => unsafe {
                 ranked_chunk512::<B, L>(
                     self, fields, frame, plane, residual, start, table, escape, deeper, out, hash,
                     streaming,
