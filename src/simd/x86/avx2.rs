@@ -1350,6 +1350,27 @@ impl<S: Resolve32> OnePass<S> {
         // but through the callees' contracts.
         unsafe {
             let at = block + 32 * STEP;
+            if B == 1 {
+                // FP8: two halves of 16 merged in 16-bit lanes, packed to 32 bytes.
+                let mut u = [_mm256_setzero_si256(); 2];
+                for (half, u) in u.iter_mut().enumerate() {
+                    let xh = if half == 0 {
+                        _mm256_castsi256_si128(x)
+                    } else {
+                        _mm256_extracti128_si256::<1>(x)
+                    };
+                    let (r0, r1) = fields16::<2>(self.fp, residuals, at + 16 * half);
+                    *u = self.merge.elements16::<2>(xh, r0, r1).0;
+                }
+                let line = _mm256_permute4x64_epi64::<0xD8>(_mm256_packus_epi16(u[0], u[1]));
+                self.store(at, line);
+                if self.hashing {
+                    // Register `j` of the h32 state hashes bytes `32 j..` of each 128.
+                    let j = at % checksum::BLOCK / 32;
+                    acc[j] = h32_round256(acc[j], line);
+                }
+                return;
+            }
             if BYTES {
                 let (u0, u1) = self.bytes32(residuals, x, at);
                 self.store(2 * at, u0);
@@ -1427,7 +1448,8 @@ pub(super) unsafe fn ranked_chunk_avx2<const B: usize, L: Lane>(
     mut hash: Option<&mut H32>,
 ) -> Option<usize> {
     let n = (out.len() / B).min(kernels::CHUNK);
-    let blocks = n / 64 * 64;
+    // Whole 128-byte blocks of output, whose 32-byte parts the hash registers take in turn.
+    let blocks = if B == 1 { n / 128 * 128 } else { n / 64 * 64 };
     let steps = |start: usize, deeper: Escapes<'_>, out: &mut [u8], hash: Option<&mut H32>| {
         ranked_chunk_steps::<B, L, Avx2>(
             isa, fields, frame, plane, residual, start, table, escape, deeper, out, hash,

@@ -335,7 +335,7 @@ impl Isa for Avx2 {
             // Through the cache even when `streaming` asks otherwise: without AVX-512 the
             // non-temporal stores gain nothing on one thread and lose on two.
             // SAFETY: an `Avx2` exists only where `detect` found AVX2, BMI1/2, LZCNT, POPCNT.
-            (2, 16) | (4, 32) if escape < 16 => unsafe {
+            (1, 8) | (2, 16) | (4, 32) if escape < 16 => unsafe {
                 ranked_chunk_avx2::<B, L>(
                     self, fields, frame, plane, residual, start, table, escape, deeper, out, hash,
                 )
