@@ -537,90 +537,27 @@ fn ranked_chunk_agrees() {
             count: queued,
         };
         let (fields, frame, plane, residual, table) = (&fields, &frame, &plane, &residual, &table);
+        // One chunk with `isa`, at the element width of `dtype`.
+        macro_rules! chunk {
+            ($isa:expr, $out:expr, $hash:expr, $streaming:expr) => {{
+                let a = (fields, frame, plane, residual, start, table, escape, deeper);
+                match b {
+                    1 => $isa.ranked_chunk::<1, u8>(
+                        a.0, a.1, a.2, a.3, a.4, a.5, a.6, a.7, $out, $hash, $streaming,
+                    ),
+                    2 => $isa.ranked_chunk::<2, u16>(
+                        a.0, a.1, a.2, a.3, a.4, a.5, a.6, a.7, $out, $hash, $streaming,
+                    ),
+                    _ => $isa.ranked_chunk::<4, u32>(
+                        a.0, a.1, a.2, a.3, a.4, a.5, a.6, a.7, $out, $hash, $streaming,
+                    ),
+                }
+            }};
+        }
         let with = |isa: Simd| {
-            move |out: &mut [u8], hash: &mut H32| match b {
-                1 => isa.ranked_chunk::<1, u8>(
-                    fields,
-                    frame,
-                    plane,
-                    residual,
-                    start,
-                    table,
-                    escape,
-                    deeper,
-                    out,
-                    Some(hash),
-                    streaming,
-                ),
-                2 => isa.ranked_chunk::<2, u16>(
-                    fields,
-                    frame,
-                    plane,
-                    residual,
-                    start,
-                    table,
-                    escape,
-                    deeper,
-                    out,
-                    Some(hash),
-                    streaming,
-                ),
-                _ => isa.ranked_chunk::<4, u32>(
-                    fields,
-                    frame,
-                    plane,
-                    residual,
-                    start,
-                    table,
-                    escape,
-                    deeper,
-                    out,
-                    Some(hash),
-                    streaming,
-                ),
-            }
+            move |out: &mut [u8], hash: &mut H32| chunk!(isa, out, Some(hash), streaming)
         };
-        let portable = |out: &mut [u8], hash: &mut H32| match b {
-            1 => Portable.ranked_chunk::<1, u8>(
-                fields,
-                frame,
-                plane,
-                residual,
-                start,
-                table,
-                escape,
-                deeper,
-                out,
-                Some(hash),
-                false,
-            ),
-            2 => Portable.ranked_chunk::<2, u16>(
-                fields,
-                frame,
-                plane,
-                residual,
-                start,
-                table,
-                escape,
-                deeper,
-                out,
-                Some(hash),
-                false,
-            ),
-            _ => Portable.ranked_chunk::<4, u32>(
-                fields,
-                frame,
-                plane,
-                residual,
-                start,
-                table,
-                escape,
-                deeper,
-                out,
-                Some(hash),
-                false,
-            ),
-        };
+        let portable = |out: &mut [u8], hash: &mut H32| chunk!(Portable, out, Some(hash), false);
         let expected = run(&portable);
         assert_eq!(expected.0.is_some(), queued >= escaped);
         let what = format!("{dtype:?} count {count} start {start} width {width}");

@@ -952,41 +952,11 @@ unsafe fn one_pass512<const B: usize, S: Resolve64>(
             if k > source.count() {
                 return None;
             }
-            if B == 1 {
-                // FP8: both steps of 32 in 16-bit lanes, narrowed to one line of 64 bytes; the
-                // blocks start on 128-byte boundaries of the output, so even blocks hash into
-                // lanes 0..16 and odd ones into 16..32.
-                // A loop, not a closure: a closure would not inherit this fn's target
-                // features, and its intrinsics would become calls.
-                let mut merged = [_mm256_setzero_si256(); 2];
-                for (half, m) in merged.iter_mut().enumerate() {
-                    let at = block + 32 * half;
-                    let x = if half == 0 {
-                        _mm512_castsi512_si256(exponents)
-                    } else {
-                        _mm512_extracti64x4_epi64::<1>(exponents)
-                    };
-                    let r = match residual_subs.len() {
-                        1 => fields32(fp, &one, at, u32::MAX),
-                        2 => fields32(fp, &two, at, u32::MAX),
-                        _ => fields32(fp, residual_subs, at, u32::MAX),
-                    };
-                    let sign = _mm512_sll_epi16(_mm512_srl_epi16(r, live_c), sign_c);
-                    let mant = _mm512_and_si512(r, _mm512_set1_epi16(live_mask as u16 as i16));
-                    let mant = _mm512_sll_epi16(mant, mant_c);
-                    let exp = _mm512_sll_epi16(_mm512_cvtepu8_epi16(x), exp_c);
-                    *m = _mm512_cvtepi16_epi8(_mm512_or_si512(_mm512_or_si512(sign, mant), exp));
-                }
-                let line = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(merged[0]), merged[1]);
-                // SAFETY: the output `block..block + 64` is in `out`.
-                store_line(op.add(block), line, streaming);
-                if hashing {
-                    let lanes = (block / 64) % 2;
-                    acc[lanes] = h32_round(acc[lanes], line);
-                }
-                continue;
-            }
-            // Two steps of 32: the first hashes into lanes 0..16, the second into 16..32 (B = 2).
+            // Two steps of 32: for B = 2 the first hashes into lanes 0..16, the second into
+            // 16..32. For B = 1 (FP8) both are narrowed to one line of 64 bytes; the blocks
+            // start on 128-byte boundaries of the output, so even blocks hash into lanes 0..16
+            // and odd ones into 16..32.
+            let mut narrowed = [_mm256_setzero_si256(); 2];
             for half in 0..2 {
                 let at = block + 32 * half;
                 // SAFETY: the output `B * (at..at + 32)` is in `out`.
@@ -995,7 +965,7 @@ unsafe fn one_pass512<const B: usize, S: Resolve64>(
                 } else {
                     _mm512_extracti64x4_epi64::<1>(exponents)
                 };
-                if B == 2 {
+                if B <= 2 {
                     let r = match residual_subs.len() {
                         1 => fields32(fp, &one, at, u32::MAX),
                         2 => fields32(fp, &two, at, u32::MAX),
@@ -1007,6 +977,10 @@ unsafe fn one_pass512<const B: usize, S: Resolve64>(
                     let mant = _mm512_sll_epi16(mant, mant_c);
                     let exp = _mm512_sll_epi16(_mm512_cvtepu8_epi16(x), exp_c);
                     let u = _mm512_or_si512(_mm512_or_si512(sign, mant), exp);
+                    if B == 1 {
+                        narrowed[half] = _mm512_cvtepi16_epi8(u);
+                        continue;
+                    }
                     store_line(op.add(2 * at), u, streaming);
                     if hashing {
                         acc[half] = h32_round(acc[half], u);
@@ -1030,6 +1004,16 @@ unsafe fn one_pass512<const B: usize, S: Resolve64>(
                             acc[i] = h32_round(acc[i], u);
                         }
                     }
+                }
+            }
+            if B == 1 {
+                let line =
+                    _mm512_inserti64x4::<1>(_mm512_castsi256_si512(narrowed[0]), narrowed[1]);
+                // SAFETY: the output `block..block + 64` is in `out`.
+                store_line(op.add(block), line, streaming);
+                if hashing {
+                    let lanes = (block / 64) % 2;
+                    acc[lanes] = h32_round(acc[lanes], line);
                 }
             }
         }
