@@ -28,6 +28,8 @@ extern "C" {
 #define ENEC_CUDA_BF16 1
 #define ENEC_CUDA_FP16 2
 #define ENEC_CUDA_FP32 3
+#define ENEC_CUDA_E4M3 4 /* OCP float8 e4m3fn (format 1.1) */
+#define ENEC_CUDA_E5M2 5 /* OCP float8 e5m2 (format 1.1) */
 
 /* Codings the encoder may be asked for. */
 #define ENEC_CUDA_AUTO 0
@@ -57,7 +59,7 @@ typedef struct enec_cuda_frame {
   uint32_t frame_bytes; /* size of the frame, header included */
   uint32_t elements;    /* elements in the frame */
   uint32_t index;       /* frame number in its stream (for reports) */
-  uint8_t dtype;        /* ENEC_CUDA_BF16 / FP16 / FP32 */
+  uint8_t dtype;        /* ENEC_CUDA_BF16 / FP16 / FP32 / E4M3 / E5M2 */
   uint8_t checksums;    /* the stream carries frame checksums */
   uint8_t coding;       /* 0 stored, 1 groups, 2 ranked */
   uint8_t reserved;

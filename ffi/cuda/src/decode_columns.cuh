@@ -32,10 +32,11 @@ constexpr uint32_t kColRows = 16;
 constexpr uint32_t kColMaxElements = kColUnit * kColRows;  // 16,384
 constexpr uint32_t kColMaxEscapeLevels = kMaxLevels;       // arrays of levels 2..L + exponents
 
-// Frames the column kernel decodes; the general kernel takes every other one.
-ENEC_HD bool column_frame(uint32_t elements, uint32_t coding) {
-  return coding != kGroups && elements % kColUnit == 0 && elements <= kColMaxElements &&
-         elements != 0;
+// Frames the column and warp kernels decode (16- and 32-bit dtypes); the general kernel takes
+// every other one, FP8 frames among them.
+ENEC_HD bool column_frame(uint32_t dtype, uint32_t elements, uint32_t coding) {
+  return dtype <= ENEC_CUDA_FP32 && coding != kGroups && elements % kColUnit == 0 &&
+         elements <= kColMaxElements && elements != 0;
 }
 
 struct ColShared {
@@ -560,7 +561,7 @@ __global__ void __launch_bounds__(VERIFY ? kColAll : kColThreads, VERIFY ? 6 : 8
   const uint32_t f = blockIdx.x;
   if (f >= n) return;
   const enec_cuda_frame fr = frames[f];
-  if (!column_frame(fr.elements, fr.coding)) return;  // the general kernel's
+  if (!column_frame(fr.dtype, fr.elements, fr.coding)) return;  // the general kernel's
   if (fr.dtype == ENEC_CUDA_BF16) {
     col_frame<1, VERIFY>(fr, f, L, status, S);
   } else if (fr.dtype == ENEC_CUDA_FP16) {

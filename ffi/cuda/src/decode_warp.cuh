@@ -375,7 +375,7 @@ __global__ void __launch_bounds__(kWarpThreads, ENEC_WARP_BLOCKS)
   const uint32_t f = blockIdx.x * kWarpFrames + w;
   if (f >= n) return;
   const enec_cuda_frame fr = frames[f];
-  if (!column_frame(fr.elements, fr.coding)) return;  // the general kernel's
+  if (!column_frame(fr.dtype, fr.elements, fr.coding)) return;  // the general kernel's
   uint8_t* mine = dyn_smem() + w * L.stride;
   if (fr.dtype == ENEC_CUDA_BF16) {
     warp_frame<1, VERIFY>(fr, f, L, status, S[w], mine);

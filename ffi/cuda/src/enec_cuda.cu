@@ -19,7 +19,7 @@ int parse_stream_header(const uint8_t* b, size_t len, enec_cuda_stream_info* inf
   if (b[4] != 1) return ENEC_CUDA_ERR_VERSION;
   if (rd32(b + 28) != h32_host(b, 28)) return ENEC_CUDA_ERR_HEADER;
   DtypeInfo d = {8, 7, 2};
-  if (!dtype_info(b[6], &d)) return ENEC_CUDA_ERR_HEADER;
+  if (!dtype_info(b[6], &d) || b[5] < dtype_minor(b[6])) return ENEC_CUDA_ERR_HEADER;
   const uint32_t log2 = b[7];
   if (log2 < kMinFrameLog2 || log2 > kMaxFrameLog2) return ENEC_CUDA_ERR_HEADER;
   if (b[8] & ~1u) return ENEC_CUDA_ERR_HEADER;
@@ -36,6 +36,17 @@ int parse_stream_header(const uint8_t* b, size_t len, enec_cuda_stream_info* inf
   info->version_major = b[4];
   info->version_minor = b[5];
   return ENEC_CUDA_OK;
+}
+
+// The general decode kernel over every frame of a batch (it takes the frames that are its own).
+template <bool VERIFY, bool FP8>
+void launch_general(const enec_cuda_batch* batch, const enec_cuda_frame* d_frames,
+                    const dev::DecSmem& L, uint32_t smem, cudaStream_t s, uint32_t* d_status) {
+  const auto kernel = dev::decode_kernel<VERIFY, FP8>;
+  cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
+  const uint32_t threads = VERIFY ? dev::kAllThreads : dev::kDecThreads;
+  ENEC_LAUNCH(kernel, batch->frames, threads, smem, s, d_frames, batch->frames, L, d_status);
 }
 
 }  // namespace
@@ -100,7 +111,7 @@ extern "C" int enec_cuda_index_frames(const enec_cuda_stream_info* info, uint32_
       const uint32_t entries = h.counts[0] + h.counts[1] + h.counts[2];
       if (entries > max_entries) max_entries = entries;
     }
-    if (!dev::column_frame(elements, h.coding)) general++;
+    if (!dev::column_frame(info->dtype, elements, h.coding)) general++;
     decoded += (uint64_t)elements * d.eb;
     at += h.frame_bytes;
     n++;
@@ -214,16 +225,15 @@ extern "C" int enec_cuda_decode(const enec_cuda_frame* d_frames, const enec_cuda
   L.ring = region;
   L.pre = L.ring + (verify ? dev::kSlots * dev::kChunk * eb : 0);
   const uint32_t smem = L.pre + a16(2 * ((batch->max_elements + 15) / 16));
-  if (verify) {
-    cudaFuncSetAttribute(dev::decode_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    cudaFuncSetAttribute(dev::decode_kernel<true>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
-    ENEC_LAUNCH(dev::decode_kernel<true>, batch->frames, dev::kAllThreads, smem, s, d_frames,
-                batch->frames, L, d_status);
-  } else {
-    cudaFuncSetAttribute(dev::decode_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    cudaFuncSetAttribute(dev::decode_kernel<false>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
-    ENEC_LAUNCH(dev::decode_kernel<false>, batch->frames, dev::kDecThreads, smem, s, d_frames,
-                batch->frames, L, d_status);
+  // The FP8 frames' instance, and the other frames', each where the batch has such frames.
+  const uint32_t fp8 = (1u << ENEC_CUDA_E4M3) | (1u << ENEC_CUDA_E5M2);
+  if (batch->dtype_mask & fp8) {
+    if (verify) launch_general<true, true>(batch, d_frames, L, smem, s, d_status);
+    else launch_general<false, true>(batch, d_frames, L, smem, s, d_status);
+  }
+  if (batch->dtype_mask & ~fp8) {
+    if (verify) launch_general<true, false>(batch, d_frames, L, smem, s, d_status);
+    else launch_general<false, false>(batch, d_frames, L, smem, s, d_status);
   }
   return cudaGetLastError() == cudaSuccess ? ENEC_CUDA_OK : ENEC_CUDA_ERR_LAUNCH;
 }
@@ -267,8 +277,8 @@ extern "C" int enec_cuda_encode(const void* d_in, uint64_t element_count, int dt
   if (scratch_bytes < enec_cuda_encode_scratch_bytes(element_count, frame_log2))
     return ENEC_CUDA_ERR_CAPACITY;
   // The stream header (FORMAT.md section 3), passed by value.
-  uint8_t hb[32] = {'E', 'N', 'E', 'C', 1, 0, (uint8_t)dtype, (uint8_t)frame_log2,
-                    (uint8_t)(checksums ? 1 : 0)};
+  uint8_t hb[32] = {'E', 'N', 'E', 'C', 1, (uint8_t)dtype_minor((uint32_t)dtype), (uint8_t)dtype,
+                    (uint8_t)frame_log2, (uint8_t)(checksums ? 1 : 0)};
   for (int i = 0; i < 4; i++) hb[12 + i] = (uint8_t)(frames >> (8 * i));
   for (int i = 0; i < 8; i++) hb[16 + i] = (uint8_t)(element_count >> (8 * i));
   const uint32_t check = h32_host(hb, 28);
@@ -292,6 +302,11 @@ extern "C" int enec_cuda_encode(const void* d_in, uint64_t element_count, int dt
     cudaFuncSetAttribute(dev::encode_kernel<4>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
     ENEC_LAUNCH(dev::encode_kernel<4>, grid, threads, smem, s, in, element_count, (uint32_t)dtype,
                 (uint32_t)frame_log2, (uint32_t)coding, cs, out, d_out_bytes, scr, frames, sh);
+  } else if (d.eb == 1) {
+    cudaFuncSetAttribute(dev::encode_kernel<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    cudaFuncSetAttribute(dev::encode_kernel<1>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
+    ENEC_LAUNCH(dev::encode_kernel<1>, grid, threads, smem, s, in, element_count, (uint32_t)dtype,
+                (uint32_t)frame_log2, (uint32_t)coding, cs, out, d_out_bytes, scr, frames, sh);
   } else {
     cudaFuncSetAttribute(dev::encode_kernel<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     cudaFuncSetAttribute(dev::encode_kernel<2>, cudaFuncAttributePreferredSharedMemoryCarveout, 100);
@@ -306,7 +321,7 @@ extern "C" int enec_cuda_check_device(int device, int* cuda_error) {
   // A kernel's attributes exist only where this build has an image the device can run.
   cudaFuncAttributes a;
   if (e == cudaSuccess) e = cudaFuncGetAttributes(&a, dev::decode_columns_kernel<true>);
-  if (e == cudaSuccess) e = cudaFuncGetAttributes(&a, dev::decode_kernel<true>);
+  if (e == cudaSuccess) e = cudaFuncGetAttributes(&a, dev::decode_kernel<true, false>);
   if (cuda_error) *cuda_error = (int)e;
   return e == cudaSuccess ? ENEC_CUDA_OK : ENEC_CUDA_ERR_CUDA;
 }

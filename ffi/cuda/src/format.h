@@ -57,9 +57,15 @@ ENEC_HD bool dtype_info(uint32_t code, DtypeInfo* d) {
     case 1: d->e = 8; d->m = 7; d->eb = 2; return true;    // bf16
     case 2: d->e = 5; d->m = 10; d->eb = 2; return true;   // fp16
     case 3: d->e = 8; d->m = 23; d->eb = 4; return true;   // fp32
+    case 4: d->e = 4; d->m = 3; d->eb = 1; return true;    // e4m3 (format 1.1)
+    case 5: d->e = 5; d->m = 2; d->eb = 1; return true;    // e5m2 (format 1.1)
     default: return false;
   }
 }
+
+// The stream minor version that brought a dtype (FORMAT.md section 3): streams carry it, and a
+// stream whose minor is older than its dtype's is refused.
+ENEC_HD uint32_t dtype_minor(uint32_t code) { return code >= 4 ? 1 : 0; }
 
 // One power-of-two-wide slice of a plane (FORMAT.md 4.5): field i sits in u16 word i mod words
 // at bit (i div words) * bits. `magic` = ceil(2^40 / words) makes i div words a multiply.

@@ -239,10 +239,20 @@ ENEC_DEV uint32_t read_entry(const uint8_t* fb, const Plane& pl, uint32_t e) {
   return v;
 }
 
+// One element of EB bytes at index i (aligned to its size).
+template <int EB>
+ENEC_DEV uint32_t load_el(const uint8_t* src, uint32_t i) {
+  return EB == 1 ? (uint32_t)src[i] : EB == 2 ? (uint32_t)((const uint16_t*)src)[i] : ((const uint32_t*)src)[i];
+}
+
 template <int EB>
 ENEC_DEV void load_el8(const uint8_t* src, uint32_t i0, uint32_t valid, uint32_t (&u)[8]) {
   if (valid == 8) {
-    if (EB == 2) {
+    if (EB == 1) {
+      const uint2 v = *(const uint2*)(src + i0);
+#pragma unroll
+      for (int q = 0; q < 8; q++) u[q] = ((q < 4 ? v.x : v.y) >> (8 * (q & 3))) & 0xffu;
+    } else if (EB == 2) {
       const uint4 v = *(const uint4*)(src + 2 * i0);
       const uint32_t w4[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
@@ -257,7 +267,7 @@ ENEC_DEV void load_el8(const uint8_t* src, uint32_t i0, uint32_t valid, uint32_t
 #pragma unroll
     for (uint32_t q = 0; q < 8; q++) {
       u[q] = 0;
-      if (q < valid) u[q] = EB == 2 ? (uint32_t)((const uint16_t*)src)[i0 + q] : ((const uint32_t*)src)[i0 + q];
+      if (q < valid) u[q] = load_el<EB>(src, i0 + q);
     }
   }
 }
@@ -265,7 +275,12 @@ ENEC_DEV void load_el8(const uint8_t* src, uint32_t i0, uint32_t valid, uint32_t
 template <int EB>
 ENEC_DEV void store8(uint8_t* dst, uint32_t i0, uint32_t valid, bool vec, const uint32_t (&u)[8]) {
   if (valid == 8 && vec) {
-    if (EB == 2) {
+    if (EB == 1) {
+      uint2 v;
+      v.x = u[0] | (u[1] << 8) | (u[2] << 16) | (u[3] << 24);
+      v.y = u[4] | (u[5] << 8) | (u[6] << 16) | (u[7] << 24);
+      *(uint2*)(dst + i0) = v;
+    } else if (EB == 2) {
       uint4 v;
       v.x = u[0] | (u[1] << 16); v.y = u[2] | (u[3] << 16);
       v.z = u[4] | (u[5] << 16); v.w = u[6] | (u[7] << 16);
@@ -282,7 +297,9 @@ ENEC_DEV void store8(uint8_t* dst, uint32_t i0, uint32_t valid, bool vec, const 
     for (uint32_t q = 0; q < 8; q++) {
       if (q < valid) {
         uint8_t* p = dst + EB * (i0 + q);
-        if (EB == 2) {
+        if (EB == 1) {
+          *p = (uint8_t)u[q];
+        } else if (EB == 2) {
           if ((((uintptr_t)p) & 1) == 0) {
             *(uint16_t*)p = (uint16_t)u[q];
           } else {
@@ -384,9 +401,9 @@ ENEC_DEV void unpack8_any(const uint8_t* fb, const FastPlane& f, const Plane& pl
 // Element fields of a dtype as constants.
 template <int DT>
 struct DT_ {
-  static constexpr uint32_t E = DT == 2 ? 5 : 8;
-  static constexpr uint32_t M = DT == 1 ? 7 : DT == 2 ? 10 : 23;
-  static constexpr int EB = DT == 3 ? 4 : 2;
+  static constexpr uint32_t E = DT == 4 ? 4 : DT == 2 || DT == 5 ? 5 : 8;
+  static constexpr uint32_t M = DT == 1 ? 7 : DT == 2 ? 10 : DT == 3 ? 23 : DT == 4 ? 3 : 2;
+  static constexpr int EB = DT == 3 ? 4 : DT >= 4 ? 1 : 2;
 };
 
 template <int DT>
@@ -767,20 +784,27 @@ ENEC_DEV void decode_frame(const enec_cuda_frame& fr, uint32_t f, const DecSmem&
 namespace enec {
 namespace dev {
 
-template <bool VERIFY>
-__global__ void __launch_bounds__(kAllThreads, 3)
+// Two instances: FP8 frames take their own (their paths would make the others spill at the
+// register budget of three blocks per SM), every other frame the first.
+template <bool VERIFY, bool FP8>
+__global__ void __launch_bounds__(kAllThreads, FP8 ? 2 : 3)
     decode_kernel(const enec_cuda_frame* frames, uint32_t n, DecSmem L, uint32_t* status) {
   __shared__ DecShared S;
   const uint32_t f = blockIdx.x;
   if (f >= n) return;
   const enec_cuda_frame fr = frames[f];
-  if (column_frame(fr.elements, fr.coding)) return;  // decode_columns_kernel's
-  if (fr.dtype == ENEC_CUDA_BF16) {
+  if (column_frame(fr.dtype, fr.elements, fr.coding)) return;  // decode_columns_kernel's
+  if (FP8 != (fr.dtype >= ENEC_CUDA_E4M3)) return;               // the other instance's
+  if (!FP8 && fr.dtype == ENEC_CUDA_BF16) {
     decode_frame<1, VERIFY>(fr, f, L, status, S);
-  } else if (fr.dtype == ENEC_CUDA_FP16) {
+  } else if (!FP8 && fr.dtype == ENEC_CUDA_FP16) {
     decode_frame<2, VERIFY>(fr, f, L, status, S);
-  } else if (fr.dtype == ENEC_CUDA_FP32) {
+  } else if (!FP8 && fr.dtype == ENEC_CUDA_FP32) {
     decode_frame<3, VERIFY>(fr, f, L, status, S);
+  } else if (FP8 && fr.dtype == ENEC_CUDA_E4M3) {
+    decode_frame<4, VERIFY>(fr, f, L, status, S);
+  } else if (FP8 && fr.dtype == ENEC_CUDA_E5M2) {
+    decode_frame<5, VERIFY>(fr, f, L, status, S);
   } else if (threadIdx.x == 0) {
     status[f] = kErrHeader;
   }
@@ -828,9 +852,7 @@ struct ResidualSrc {
     } else {
 #pragma unroll
       for (uint32_t q = 0; q < 8; q++)
-        u[q] = q < valid ? (EB == 2 ? (uint32_t)((const uint16_t*)src)[i0 + q]
-                                    : ((const uint32_t*)src)[i0 + q])
-                         : 0;
+        u[q] = q < valid ? load_el<EB>(src, i0 + q) : 0;
     }
     const uint32_t mmask = (1u << m) - 1;
 #pragma unroll

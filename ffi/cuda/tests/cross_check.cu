@@ -2,8 +2,8 @@
 //   * GPU decode of every Rust-encoded stream equals the original bytes (all frames status 0);
 //   * GPU encode of every input equals the Rust-encoded stream byte for byte (or its h32 digest
 //     and length where the stream does not travel), for auto, groups and ranked;
-//   * the golden files of tests/golden/v1 (decode and re-encode);
-//   * one batched launch over streams of all three dtypes;
+//   * the golden files of tests/golden/v1 and v1.1 (decode and re-encode);
+//   * one batched launch over streams of every dtype;
 //   * corrupted streams are reported, never returned as good;
 //   * enec_cuda_load reads many streams from a file and from memory through small slots (streams
 //     cut between slots) into device memory, and names the stream and frame of every fault.
@@ -107,7 +107,14 @@ static int dtype_code(const std::string& s) {
   if (s == "bf16") return ENEC_CUDA_BF16;
   if (s == "fp16") return ENEC_CUDA_FP16;
   if (s == "fp32") return ENEC_CUDA_FP32;
+  if (s == "e4m3") return ENEC_CUDA_E4M3;
+  if (s == "e5m2") return ENEC_CUDA_E5M2;
   return 0;
+}
+
+static uint64_t element_bytes(int dtype) {
+  enec::DtypeInfo d = {8, 7, 2};
+  return enec::dtype_info((uint32_t)dtype, &d) ? d.eb : 1;
 }
 
 static int coding_code(const std::string& s) {
@@ -180,8 +187,7 @@ static std::string decode_one(const Bytes& stream, Bytes& out, bool verify) {
 
 static std::string encode_one(const Bytes& raw, int dtype, int log2, int coding, int checksums,
                               Bytes& stream) {
-  const uint64_t eb = dtype == ENEC_CUDA_FP32 ? 4 : 2;
-  const uint64_t n = raw.size() / eb;
+  const uint64_t n = raw.size() / element_bytes(dtype);
   const uint64_t cap = enec_cuda_max_encoded_bytes(dtype, n, log2);
   const uint64_t scratch = enec_cuda_encode_scratch_bytes(n, log2);
   void *din, *dout, *dscr;
@@ -378,45 +384,40 @@ static std::vector<std::vector<std::string>> golden_rows(const std::string& dir)
   return rows;
 }
 
-static void run_golden(const std::string& repo) {
-  const std::string dir = repo + "/tests/golden/v1";
+// The golden files of one format version (folder v1 or v1.1): decode, and encode again.
+static void run_golden(const std::string& repo, const std::string& version) {
+  const std::string dir = repo + "/tests/golden/" + version;
   for (const auto& c : golden_rows(dir)) {
     Bytes stream, raw;
     if (!read_file(dir + "/" + c[0] + ".enec", stream) || !read_file(dir + "/" + c[0] + ".bin", raw)) {
-      report(false, "golden " + c[0], "files missing");
+      report(false, "golden " + version + " " + c[0], "files missing");
       continue;
     }
     Bytes out;
     std::string e = decode_one(stream, out, true);
-    report(e.empty() && out == raw, "golden decode " + c[0], e);
+    report(e.empty() && out == raw, "golden " + version + " decode " + c[0], e);
     int log2 = 0;
     for (unsigned v = (unsigned)atoi(c[2].c_str()); v > 1; v >>= 1) log2++;
     Bytes gpu;
     e = encode_one(raw, dtype_code(c[1]), log2, coding_code(c[3]), c[4] == "true", gpu);
     std::string diff = e.empty() ? first_difference(gpu, stream) : e;
-    report(diff.empty(), "golden encode " + c[0], diff);
+    report(diff.empty(), "golden " + version + " encode " + c[0], diff);
   }
 }
 
-// FP8 streams (format version 1.1) have no CUDA kernel: the header is refused, never mis-decoded,
-// and the encoder refuses their dtype codes.
-static void run_golden_fp8_refused(const std::string& repo) {
-  const std::string dir = repo + "/tests/golden/v1.1";
-  for (const auto& c : golden_rows(dir)) {
-    Bytes stream;
-    if (!read_file(dir + "/" + c[0] + ".enec", stream)) {
-      report(false, "golden v1.1 " + c[0], "file missing");
-      continue;
-    }
-    enec_cuda_stream_info info;
-    int rc = enec_cuda_stream_info_read(stream.data(), stream.size(), &info);
-    report(rc == ENEC_CUDA_ERR_HEADER, "fp8 stream refused " + c[0], "rc " + std::to_string(rc));
+// An FP8 stream whose header claims minor version 0 (older than its dtype) is refused.
+static void run_fp8_minor_refused(const std::string& repo) {
+  Bytes stream;
+  if (!read_file(repo + "/tests/golden/v1.1/e4m3_ranked.enec", stream) || stream.size() < 32) {
+    report(false, "fp8 stream with minor 0", "golden file missing");
+    return;
   }
-  for (int dtype : {4, 5}) {
-    uint64_t cap = enec_cuda_max_encoded_bytes(dtype, 4096, 12);
-    report(cap == 0, "fp8 encode bound refused, dtype " + std::to_string(dtype),
-           "bound " + std::to_string(cap));
-  }
+  stream[5] = 0;
+  const uint32_t check = enec::h32_host(stream.data(), 28);
+  for (int i = 0; i < 4; i++) stream[28 + i] = (uint8_t)(check >> (8 * i));
+  enec_cuda_stream_info info;
+  const int rc = enec_cuda_stream_info_read(stream.data(), stream.size(), &info);
+  report(rc == ENEC_CUDA_ERR_HEADER, "fp8 stream with minor 0 refused", "rc " + std::to_string(rc));
 }
 
 // An escape-entry bound that sends column frames to the column kernel.
@@ -424,12 +425,13 @@ static constexpr uint32_t kColumnKernelEntries = 12 * 1024;
 
 static void run_batch_and_corruption() {
   // One launch over streams of every dtype (raw inputs loaded by the manifest run).
-  std::vector<std::string> names = {"normal_bf16", "special_fp16", "skew_fp32", "rand_bf16", "tiny1025_fp32"};
+  std::vector<std::string> names = {"normal_bf16", "special_fp16", "skew_fp32",   "rand_bf16",
+                                    "tiny1025_fp32", "normal_e4m3", "special_e5m2"};
   std::vector<Bytes> streams;
   std::vector<Bytes> raws;
   for (auto& n : names) {
     if (!g_raw.count(n)) continue;
-    const int dtype = n.find("fp32") != std::string::npos ? 3 : n.find("fp16") != std::string::npos ? 2 : 1;
+    const int dtype = dtype_code(n.substr(n.rfind('_') + 1));
     Bytes s;
     for (int coding : {ENEC_CUDA_AUTO, ENEC_CUDA_GROUPS}) {
       if (!encode_one(g_raw[n], dtype, 12, coding, 1, s).empty()) continue;
@@ -445,7 +447,7 @@ static void run_batch_and_corruption() {
       std::string e = decode_batch(ptrs, outs, true, nullptr, entries);
       bool ok = e.empty();
       for (size_t i = 0; ok && i < outs.size(); i++) ok = outs[i] == raws[i];
-      report(ok, "batched decode of " + std::to_string(streams.size()) + " streams (3 dtypes) in one launch" +
+      report(ok, "batched decode of " + std::to_string(streams.size()) + " streams (5 dtypes) in one launch" +
                      (entries ? ", column kernel" : ""), e);
     }
   }
@@ -630,8 +632,9 @@ int main(int argc, char** argv) {
   }
   const std::string repo = argv[1], dir = argv[2];
   const bool skip_large = argc > 3 && !strcmp(argv[3], "--skip-large");
-  run_golden(repo);
-  run_golden_fp8_refused(repo);
+  run_golden(repo, "v1");
+  run_golden(repo, "v1.1");
+  run_fp8_minor_refused(repo);
   run_manifest(repo, dir, "manifest.tsv", skip_large);
   run_manifest(repo, dir, "minilm/minilm.tsv", skip_large);
   run_batch_and_corruption();

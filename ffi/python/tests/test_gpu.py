@@ -44,9 +44,9 @@ def test_the_cpu_fallback_warns_once(monkeypatch):
         gpu.warn_cpu("no reason")  # said once only
 
 
-def test_fp8_streams_are_decoded_on_the_cpu(tmp_path, monkeypatch):
-    """The GPU kernels decode bf16/fp16/fp32 streams; FP8 streams go to the CPU decoder, and
-    the tensors come back in file order all the same."""
+def test_every_dtype_goes_to_the_gpu_loader(tmp_path, monkeypatch):
+    """The GPU kernels decode every dtype's streams, FP8 among them: every tensor goes to the
+    GPU loader, and the tensors come back in file order."""
     import enec._frameworks as frameworks
     import enec._open
     import enec.numpy
@@ -73,8 +73,10 @@ def test_fp8_streams_are_decoded_on_the_cpu(tmp_path, monkeypatch):
     monkeypatch.setattr(enec._open.safe_open, "_on_gpu", lambda self: True)
     with enec.safe_open(path, framework="np") as f:
         loaded = f.get_tensors()
-        assert list(loaded) == f.offset_keys()
+        order = f.offset_keys()
+        assert list(loaded) == order
         assert f.get_tensor("c.e5m2").tobytes() == tensors["c.e5m2"].tobytes()
-    assert on_gpu == ["b.bf16"]
+    assert sorted(order) == sorted(tensors)
+    assert on_gpu == order + ["c.e5m2"]
     for name, array in tensors.items():
         assert loaded[name].tobytes() == array.tobytes(), name

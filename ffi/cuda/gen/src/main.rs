@@ -1,7 +1,7 @@
 //! Writes the inputs of the CUDA cross-checks with the Rust encoder (the reference).
 //!
 //! usage:
-//!   enec-cuda-gen small OUT_DIR                 synthetic sets + MiniLM slice (bf16, fp16, fp32)
+//!   enec-cuda-gen small OUT_DIR                 synthetic sets + MiniLM slice (every dtype)
 //!   enec-cuda-gen minilm CORPUS.bf16.bin OUT_DIR TILES
 //!
 //! Every line of `OUT_DIR/manifest.tsv` names one (input, options) case:
@@ -54,7 +54,8 @@ fn coding_name(c: Coding) -> &'static str {
     }
 }
 
-/// Raw bytes of `values` (f32) converted to `dtype` with round-to-nearest-even.
+/// Raw bytes of `values` (f32) converted to `dtype` with round-to-nearest-even (FP8:
+/// saturating at the largest finite value).
 fn from_f32(dtype: Dtype, values: &[f32]) -> Vec<u8> {
     let mut out = Vec::with_capacity(values.len() * dtype.element_bytes());
     for &v in values {
@@ -62,10 +63,37 @@ fn from_f32(dtype: Dtype, values: &[f32]) -> Vec<u8> {
             Dtype::Bf16 => out.extend_from_slice(&half::bf16::from_f32(v).to_bits().to_le_bytes()),
             Dtype::Fp16 => out.extend_from_slice(&half::f16::from_f32(v).to_bits().to_le_bytes()),
             Dtype::Fp32 => out.extend_from_slice(&v.to_bits().to_le_bytes()),
-            other => panic!("{}: the CUDA kernels have no such dtype", other.name()),
+            Dtype::E4m3 | Dtype::E5m2 => out.push(fp8(dtype, f64::from(v))),
         }
     }
     out
+}
+
+/// The FP8 byte nearest to `y` (ties to even), `|y|` clamped to the largest finite value: 448
+/// for e4m3 (OCP e4m3fn, bias 7), 57,344 for e5m2 (bias 15).
+fn fp8(dtype: Dtype, y: f64) -> u8 {
+    let (mbits, bias, fmax) = match dtype {
+        Dtype::E4m3 => (3i32, 7i32, 448.0f64),
+        _ => (2, 15, 57344.0),
+    };
+    let a = y.abs().min(fmax);
+    let emin = 1 - bias; // exponent of the smallest normal
+    let mut e = emin;
+    while 2f64.powi(e + 1) <= a {
+        e += 1;
+    }
+    let mut steps = (a / 2f64.powi(e - mbits)).round_ties_even() as i32;
+    if steps >= 1 << (mbits + 1) {
+        // A carry into the next binade: its first value.
+        e += 1;
+        steps >>= 1;
+    }
+    let (field, mant) = if steps >= 1 << mbits {
+        (e - emin + 1, steps - (1 << mbits))
+    } else {
+        (0, steps)
+    };
+    (u8::from(y.is_sign_negative()) << 7) | ((field << mbits) | mant) as u8
 }
 
 /// Raw bytes from element bit patterns (u32, truncated to the element width).
@@ -172,6 +200,24 @@ fn skew_set(dtype: Dtype, n: usize, rng: &mut Rng) -> Vec<u8> {
         ));
     }
     from_bits(dtype, &bits)
+}
+
+/// Gaussian weights as a per-tensor FP8 scale leaves them (most magnitudes between 1 and a few
+/// hundred), the spread drifting, with rare outliers that saturate.
+fn fp8_values(n: usize, rng: &mut Rng) -> Vec<f32> {
+    let mut out = Vec::with_capacity(n);
+    let mut scale = 16f64;
+    for i in 0..n {
+        if i % 7000 == 0 {
+            scale = 10f64.powf(0.5 + 1.5 * rng.unit());
+        }
+        let mut v = rng.normal() * scale;
+        if rng.below(500) == 0 {
+            v *= 1e3;
+        }
+        out.push(v as f32);
+    }
+    out
 }
 
 /// Gaussian weights whose scale drifts and with rare large outliers.
@@ -287,8 +333,14 @@ impl Writer {
 
 const CODINGS: [Coding; 3] = [Coding::Auto, Coding::Groups, Coding::Ranked];
 
-/// The dtypes the CUDA kernels code; FP8 streams are refused (see the cross-check's golden run).
-const KERNEL_DTYPES: [Dtype; 3] = [Dtype::Bf16, Dtype::Fp16, Dtype::Fp32];
+/// The dtypes the CUDA kernels code.
+const KERNEL_DTYPES: [Dtype; 5] = [
+    Dtype::Bf16,
+    Dtype::Fp16,
+    Dtype::Fp32,
+    Dtype::E4m3,
+    Dtype::E5m2,
+];
 
 fn small(dir: &Path) {
     let mut w = Writer::new(dir);
@@ -302,7 +354,11 @@ fn small(dir: &Path) {
             dtype,
             from_bits(dtype, &bits),
         ));
-        let normal = normal_values(70_001, &mut rng);
+        let normal = if dtype.element_bytes() == 1 {
+            fp8_values(70_001, &mut rng)
+        } else {
+            normal_values(70_001, &mut rng)
+        };
         sets.push((
             format!("normal_{}", dtype.name()),
             dtype,
@@ -347,6 +403,8 @@ fn small(dir: &Path) {
         (1000, Dtype::Bf16),
         (1025, Dtype::Fp32),
         (3333, Dtype::Fp16),
+        (9, Dtype::E4m3),
+        (1031, Dtype::E5m2),
     ] {
         let v = normal_values(n, &mut rng);
         sets.push((
@@ -373,7 +431,7 @@ fn small(dir: &Path) {
         }
     }
     // Other frame lengths and checksums off.
-    let extra: [(&str, u8, bool); 8] = [
+    let extra: [(&str, u8, bool); 10] = [
         ("normal_bf16", 10, true),
         ("normal_bf16", 16, true),
         ("special_bf16", 10, true),
@@ -382,6 +440,8 @@ fn small(dir: &Path) {
         ("normal_fp32", 11, true),
         ("normal_fp16", 14, false),
         ("special_fp32", 15, false),
+        ("normal_e4m3", 10, true),
+        ("skew_e5m2", 16, false),
     ];
     for (name, log2, checksums) in extra {
         let (_, dtype, raw) = sets.iter().find(|s| s.0 == name).unwrap();
@@ -398,7 +458,8 @@ fn small(dir: &Path) {
             w.case(&case, raw);
         }
     }
-    // The MiniLM slice (fp32 travels with the repository; bf16/fp16 are derived on the device).
+    // The MiniLM slice (fp32 travels with the repository; bf16/fp16 are derived on the device;
+    // FP8, scaled by 64 as a per-tensor scale would, is recovered by decoding its auto stream).
     let slice_path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../tests/data/minilm-slice.f32.bin");
     let slice = fs::read(&slice_path).unwrap();
@@ -407,9 +468,16 @@ fn small(dir: &Path) {
         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect();
     for dtype in KERNEL_DTYPES {
-        let raw = from_f32(dtype, &values);
+        let fp8 = dtype.element_bytes() == 1;
+        let raw = if fp8 {
+            let scaled: Vec<f32> = values.iter().map(|v| v * 64.0).collect();
+            from_f32(dtype, &scaled)
+        } else {
+            from_f32(dtype, &values)
+        };
         let source = match dtype {
             Dtype::Fp32 => "repo:tests/data/minilm-slice.f32.bin".to_string(),
+            _ if fp8 => "-".to_string(),
             _ => format!(
                 "derive:{}:repo:tests/data/minilm-slice.f32.bin",
                 dtype.name()
@@ -423,7 +491,7 @@ fn small(dir: &Path) {
                 coding,
                 checksums: true,
                 raw_source: source.clone(),
-                ship_stream: false,
+                ship_stream: fp8 && coding == Coding::Auto,
             };
             w.case(&case, &raw);
         }

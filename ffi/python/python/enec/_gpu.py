@@ -24,9 +24,6 @@ from ._enec import EnecError, cuda_library
 # enec_cuda_load_job.kind: an enec stream, or verbatim bytes with their h32.
 _STREAM, _RAW = 0, 1
 
-# Dtypes whose enec streams the GPU kernels do not decode (format version 1.1's FP8).
-CPU_DTYPES = frozenset({"F8_E4M3", "F8_E5M2"})
-
 
 class _Job(ctypes.Structure):
     _fields_ = [

@@ -125,25 +125,16 @@ class safe_open:
 
     def _gpu(self, indices: Any) -> Dict[str, Any]:
         indices = list(indices)
-        # The GPU kernels decode the dtypes of format version 1.0; FP8 streams are decoded on
-        # the CPU and copied.
-        on_cpu = {
-            i for i in indices if self._tensors[i][7] and self._tensors[i][1] in _gpu.CPU_DTYPES
-        }
         loaded = _gpu.load(
             self._name,
             self._open(),
             self._tensors,
-            [i for i in indices if i not in on_cpu],
+            indices,
             self._framework,
             self._device,
             self._source,
             self._threads,
         )
-        for i in on_cpu:
-            loaded[self._tensors[i][0]] = _frameworks.load_one(
-                self._open(), self._tensors, self._framework, i, self._device
-            )
         return {self._tensors[i][0]: loaded[self._tensors[i][0]] for i in indices}
 
     def get_slice(self, name: str) -> "TensorSlice":
