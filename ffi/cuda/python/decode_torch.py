@@ -55,6 +55,10 @@ class StreamInfo(ctypes.Structure):
 
 
 TORCH_DTYPES = {1: torch.bfloat16, 2: torch.float16, 3: torch.float32}
+# FP8 (format 1.1) where this torch has the types.
+for code, name in ((4, "float8_e4m3fn"), (5, "float8_e5m2")):
+    if hasattr(torch, name):
+        TORCH_DTYPES[code] = getattr(torch, name)
 
 
 def load_library(path=None):
@@ -141,7 +145,7 @@ def main():
     print(f"decoded {tensor.numel()} {tensor.dtype} values on {tensor.device}; frames with errors: {bad}")
     if tensor.numel():
         t = tensor.float()
-        print(f"mean {t.mean().item():.6g}  std {t.std().item():.6g}  first {tensor[:4].tolist()}")
+        print(f"mean {t.mean().item():.6g}  std {t.std().item():.6g}  first {t[:4].tolist()}")
     if len(sys.argv) > 3 and sys.argv[2] == "--h32":
         got = h32(tensor.view(torch.uint8).cpu().numpy().tobytes())
         want = int(sys.argv[3], 16)
