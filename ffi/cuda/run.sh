@@ -98,9 +98,9 @@ if [ $PY -eq 1 ] && [ -f build/libenec_cuda.so ]; then
       "$DATA/minilm/minilm_bf16.auto.f14.enec" --h32 "$want" 2>&1 | tee "$LOG/python.txt"
     [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("python example")
     for t in e4m3 e5m2; do  # FP8 tensors
-      want=$(awk -F'\t' -v n="minilm_slice_$t" '$1==n && $4=="auto" {print $8}' "$DATA/manifest.tsv")
+      want=$(awk -F'\t' -v n="normal_$t" '$1==n && $3==14 && $4=="auto" {print $8}' "$DATA/manifest.tsv")
       ENEC_CUDA_LIB=build/libenec_cuda.so python3 python/decode_torch.py \
-        "$DATA/minilm_slice_$t.auto.f14.enec" --h32 "$want" 2>&1 | tee -a "$LOG/python.txt"
+        "$DATA/normal_$t.auto.f14.enec" --h32 "$want" 2>&1 | tee -a "$LOG/python.txt"
       [ "${PIPESTATUS[0]}" -eq 0 ] || failed+=("python example ($t)")
     done
   else
