@@ -74,12 +74,17 @@ impl Frames<'_> {
     /// [`Error::TrailingData`] when the stream goes on after its last frame (call once
     /// [`Self::finished`]).
     pub(crate) fn check_end(&self) -> Result<()> {
-        match self.stream.len().checked_sub(self.offset) {
-            Some(0) | None => Ok(()),
-            Some(extra) => Err(Error::TrailingData {
-                extra: extra as u64,
-            }),
-        }
+        check_stream_end(self.stream, self.offset)
+    }
+}
+
+/// [`Error::TrailingData`] when `stream` goes on after `end`, where its last frame ends.
+pub(crate) fn check_stream_end(stream: &[u8], end: usize) -> Result<()> {
+    match stream.len().checked_sub(end) {
+        Some(0) | None => Ok(()),
+        Some(extra) => Err(Error::TrailingData {
+            extra: extra as u64,
+        }),
     }
 }
 

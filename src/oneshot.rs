@@ -3,7 +3,7 @@
 use crate::error::{Error, Result};
 use crate::format::{max_encoded_len, StreamInfo, STREAM_HEADER_BYTES};
 use crate::frame::{EncodeOptions, Stores};
-use crate::frames::decode_frames;
+use crate::frames::{check_stream_end, decode_frames};
 use crate::wrapped::FrameEncoder;
 
 /// The largest stream [`encode`] can write for `input_bytes` bytes of input with `options`.
@@ -64,11 +64,7 @@ pub fn decode(stream: &[u8], out: &mut [u8]) -> Result<usize> {
         out,
         stores,
     )?;
-    if stream.len() > end {
-        return Err(Error::TrailingData {
-            extra: (stream.len() - end) as u64,
-        });
-    }
+    check_stream_end(stream, end)?;
     Ok(total)
 }
 
