@@ -1934,7 +1934,8 @@ impl StatsWindow {
 
 /// [`Isa::exponent_stats`] on AVX2, in two passes over the run (one pass doing both spills
 /// registers): [`hash_exponents_avx2`], then [`count_exponents_avx2`]
-/// over the exponents it stored. The last elements short of 64 take the portable path.
+/// over the exponents it stored. The last elements short of a step ([`stats_step`]) take the
+/// portable path.
 ///
 /// # Safety
 ///
@@ -1950,7 +1951,8 @@ pub(super) unsafe fn exponent_stats_avx2<const B: usize>(
 ) {
     let n = x.len().min(input.len() / B).min(kernels::CHUNK);
     // Whole h32 blocks only from a block boundary (else the portable path hashes).
-    let blocks = if at_block(&hash) { n / 64 * 64 } else { 0 };
+    let step = stats_step(B);
+    let blocks = if at_block(&hash) { n / step * step } else { 0 };
     // SAFETY: the CPU has AVX2, BMI1/2, LZCNT and POPCNT (this fn's contract), all that the
     // two kernels ask; they take slices and check their own bounds.
     let (or, hash) = unsafe {
@@ -1962,7 +1964,7 @@ pub(super) unsafe fn exponent_stats_avx2<const B: usize>(
     stats_rest::<B>(fields, input, x, or, blocks, stats, hash);
 }
 
-/// The exponents of the elements of `input` (whole blocks of 64) into `x`, by shift, mask
+/// The exponents of the elements of `input` (whole [`stats_step`]s) into `x`, by shift, mask
 /// and narrowing, with the h32 rounds and the OR of their 32-bit lanes in registers.
 /// Returns the OR and the hash.
 ///
@@ -1980,18 +1982,19 @@ pub(super) unsafe fn hash_exponents_avx2<'h, const B: usize>(
     // it) and keeps this fn's `# Safety` contract, which keeps the pointer reads and writes below
     // in bounds (the notes at each step say how).
     unsafe {
-        let blocks = x.len().min(input.len() / B) / 64 * 64;
+        let step = stats_step(B);
+        let blocks = x.len().min(input.len() / B) / step * step;
         let mut acc = h32_lanes(hash.as_deref());
         let hashing = hash.is_some();
         let m = _mm_cvtsi32_si128(fields.m as i32);
         let e_mask = (1u32 << fields.e) - 1;
         let mut or = _mm256_setzero_si256();
         let (ip, xp) = (input.as_ptr(), x.as_mut_ptr());
-        for block in (0..blocks).step_by(64) {
-            // Two steps of 32: each one's h32 registers are constants (an index that alternated
+        for block in (0..blocks).step_by(step) {
+            // Parts of 32: each one's h32 registers are constants (an index that alternated
             // put them in memory).
-            for half in 0..2 {
-                let at = block + 32 * half;
+            for part in 0..step / 32 {
+                let at = block + 32 * part;
                 // SAFETY: `at + 32 <= blocks`: the input bytes `B * (at..at + 32)` and the
                 // exponents `at..at + 32` are in bounds.
                 // (Loops, not closures, in here: a closure does not get the target features.)
@@ -1999,15 +2002,20 @@ pub(super) unsafe fn hash_exponents_avx2<'h, const B: usize>(
                 for (i, u) in u.iter_mut().enumerate() {
                     *u = _mm256_loadu_si256(ip.add(B * at + 32 * i).cast());
                 }
-                // 32 elements are half an h32 block (B = 2) or a whole one (B = 4).
-                let lane = if B == 2 { 2 * half } else { 0 };
+                // 32 elements are a quarter of an h32 block (B = 1), half of one (B = 2) or a
+                // whole one (B = 4).
+                let lane = B * part % 4;
                 for (i, &w) in u.iter().enumerate() {
                     if hashing {
                         acc[lane + i] = h32_round256(acc[lane + i], w);
                     }
                     or = _mm256_or_si256(or, w);
                 }
-                let exps = if B == 2 {
+                let exps = if B == 1 {
+                    // Shifted in 16-bit lanes: the mask drops the bits of the next byte.
+                    let mask = _mm256_set1_epi8(e_mask as i8);
+                    _mm256_and_si256(_mm256_srl_epi16(u[0], m), mask)
+                } else if B == 2 {
                     let mask = _mm256_set1_epi16(e_mask as i16);
                     let e0 = _mm256_and_si256(_mm256_srl_epi16(u[0], m), mask);
                     let e1 = _mm256_and_si256(_mm256_srl_epi16(u[1 % B], m), mask);

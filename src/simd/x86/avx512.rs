@@ -661,8 +661,8 @@ pub(super) unsafe fn count_window(v: __m512i, live: u64, window: &mut Window) ->
 /// narrowing; the mantissa OR in a register; the histogram of the exponents
 /// `first..first + FREQUENT` ([`FrameStats::frequent`], 8 of them) by [`count_window`],
 /// and the other exponents listed by `vpcompressb` and counted after the loop (the 8 values
-/// below the frequent ones by [`count_window`] again). The last elements short of 64 take
-/// the portable path.
+/// below the frequent ones by [`count_window`] again). The last elements short of a step
+/// ([`stats_step`]) take the portable path.
 ///
 /// # Safety
 ///
@@ -686,7 +686,8 @@ pub(super) unsafe fn exponent_stats512<const B: usize>(
     unsafe {
         let n = x.len().min(input.len() / B).min(kernels::CHUNK);
         // Whole h32 blocks only from a block boundary (else the portable path hashes).
-        let blocks = if at_block(&hash) { n / 64 * 64 } else { 0 };
+        let step = stats_step(B);
+        let blocks = if at_block(&hash) { n / step * step } else { 0 };
         // The h32 lanes: 0..16 hash the first 64 bytes of each 128-byte block, 16..32 the rest.
         let mut acc = [_mm512_setzero_si512(); 2];
         if let Some(h) = hash.as_deref() {
@@ -706,7 +707,17 @@ pub(super) unsafe fn exponent_stats512<const B: usize>(
         for at in (0..blocks).step_by(64) {
             // SAFETY: `at + 64 <= blocks <= n`: the input bytes `B * (at..at + 64)` and the
             // exponents `at..at + 64` are in bounds.
-            let exps = if B == 2 {
+            let exps = if B == 1 {
+                let u = _mm512_loadu_si512(ip.add(at).cast());
+                if hashing {
+                    // Half an h32 block: the halves' lanes take turns in `acc[0]` (an index
+                    // that alternated put them in memory), back in place after whole blocks.
+                    acc = [acc[1], h32_round(acc[0], u)];
+                }
+                or = _mm512_or_si512(or, u);
+                // Shifted in 16-bit lanes: the mask drops the bits of the next byte.
+                _mm512_and_si512(_mm512_srl_epi16(u, m), _mm512_set1_epi8(e_mask as i8))
+            } else if B == 2 {
                 let mut halves = [_mm256_setzero_si256(); 2];
                 for (i, h) in halves.iter_mut().enumerate() {
                     let u = _mm512_loadu_si512(ip.add(2 * at + 64 * i).cast());

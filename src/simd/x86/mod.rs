@@ -111,15 +111,13 @@ impl Isa for Avx2 {
         stats: &mut FrameStats,
         hash: Option<&mut H32>,
     ) {
-        if B == 1 {
-            // The vector kernels take 2- and 4-byte elements (and the sample below would end
-            // off an h32 block in 1-byte ones).
-            return Portable.exponent_stats::<B>(fields, input, x, stats, hash);
-        }
         let mut hash = hash;
         let n = x.len().min(input.len() / B);
-        // A frame's first elements choose the values the vector kernel counts.
-        let sample = kernels::SAMPLE.saturating_sub(stats.counted).min(n);
+        // A frame's first elements choose the values the vector kernel counts: whole h32
+        // blocks of them (128 1-byte elements), so that the vector kernel hashes on from a
+        // block boundary.
+        let sample = kernels::SAMPLE.next_multiple_of(checksum::BLOCK / B);
+        let sample = sample.saturating_sub(stats.counted).min(n);
         if sample > 0 {
             let (input, x) = (&input[..B * sample], &mut x[..sample]);
             Portable.exponent_stats::<B>(fields, input, x, stats, hash.as_deref_mut());
@@ -131,14 +129,14 @@ impl Isa for Avx2 {
         let (input, x) = (&input[B * sample..B * n], &mut x[sample..n]);
         match stats.frequent() {
             // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
-            Some(first) if self.avx512 && (B == 2 || B == 4) => unsafe {
+            Some(first) if self.avx512 => unsafe {
                 exponent_stats512::<B>(fields, input, x, first, stats, hash)
             },
             // SAFETY: an `Avx2` exists only where `detect` found AVX2, BMI1/2, LZCNT, POPCNT.
-            Some(first) if B == 2 || B == 4 => unsafe {
+            Some(first) => unsafe {
                 exponent_stats_avx2::<B>(fields, input, x, first, stats, hash)
             },
-            _ => Portable.exponent_stats::<B>(fields, input, x, stats, hash),
+            None => Portable.exponent_stats::<B>(fields, input, x, stats, hash),
         }
     }
 
@@ -509,9 +507,17 @@ fn at_block(hash: &Option<&mut H32>) -> bool {
         .is_none_or(|h| h.len.is_multiple_of(checksum::BLOCK))
 }
 
+/// Elements per step of the vector statistics kernels: 64, or 128 1-byte elements, so that
+/// each step hashes whole h32 blocks.
+#[inline(always)]
+fn stats_step(element_bytes: usize) -> usize {
+    (checksum::BLOCK / element_bytes).max(64)
+}
+
 /// What the vector statistics kernels leave after their first `blocks` elements: the OR of
-/// those elements' 32-bit lanes (`or`) into the mantissa OR (2-byte elements: both halves
-/// of a lane), their count, and the last elements short of a block by the portable path.
+/// those elements' 32-bit lanes (`or`) into the mantissa OR (folded to one element: both
+/// halves of a lane for 2-byte elements, its four bytes for 1-byte ones), their count, and the
+/// last elements short of a block by the portable path.
 #[inline(always)]
 fn stats_rest<const B: usize>(
     fields: &Fields,
@@ -522,7 +528,7 @@ fn stats_rest<const B: usize>(
     stats: &mut FrameStats,
     hash: Option<&mut H32>,
 ) {
-    let or = if B == 2 { or | or >> 16 } else { or };
+    let or = (0..4 / B).fold(0, |acc, i| acc | or >> (8 * B * i));
     stats.mantissa_or |= or & ((1 << fields.m) - 1);
     stats.counted += blocks;
     let n = x.len().min(input.len() / B).min(kernels::CHUNK);
