@@ -426,7 +426,8 @@ pub(super) unsafe fn rank_codes16(x: &[u8], level: &LevelCodes, out: &mut [u8]) 
     kernels::rank_codes(&x[q..n], level, &mut out[q..n]);
 }
 
-/// The shifts and masks that split 2-byte elements ([`Fields::split`]) in 16-bit lanes.
+/// The shifts and masks that split 2-byte elements ([`Fields::split`]) in 16-bit lanes (and
+/// 1-byte ones widened to them).
 pub(super) struct Split16 {
     m: __m128i,
     k: __m128i,
@@ -510,22 +511,23 @@ pub(super) unsafe fn split16(fields: &Fields, input: &[u8], x: &mut [u8], r: &mu
     }
 }
 
-/// [`Isa::split_pack`] for 2-byte elements, 32 per step: [`split16`] with each residual's
-/// fields shifted into their words in place of the residual array (a sub-plane's first
-/// fields are stored, the others ORed in). Runs not in one run of words per sub-plane,
-/// and the last elements short of 32, take the separate steps.
+/// [`Isa::split_pack`] for 2-byte elements (`L` 16 bits) and 1-byte ones (`L` 8 bits,
+/// widened to 16-bit lanes), 32 per step: [`split16`] with each residual's fields shifted
+/// into their words in place of the residual array (a sub-plane's first fields are stored,
+/// the others ORed in). Runs not in one run of words per sub-plane, and the last elements
+/// short of 32, take the separate steps.
 ///
 /// # Safety
 ///
 /// The CPU has AVX2, BMI1/2, LZCNT and POPCNT (the `Avx2` token proves it).
 #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn split_pack16(
+pub(super) unsafe fn split_pack16<const B: usize, L: Lane>(
     isa: Avx2,
     fields: &Fields,
     input: &[u8],
     x: &mut [u8],
-    r: &mut [u16],
+    r: &mut [L],
     frame: &mut [u8],
     plane: &Plane,
     start: usize,
@@ -534,13 +536,13 @@ pub(super) unsafe fn split_pack16(
     // it) and keeps this fn's `# Safety` contract; no pointer is read or written here but through
     // the callees' contracts.
     unsafe {
-        let n = x.len().min(input.len() / 2).min(kernels::CHUNK);
+        let n = x.len().min(input.len() / B).min(kernels::CHUNK);
         let steps = n / 32 * 32;
         let words = (steps > 0)
             .then(|| residual_words(frame, plane, start, steps))
             .flatten();
         let Some(words) = words else {
-            return split_pack_steps::<2, u16, _>(isa, fields, input, x, r, frame, plane, start);
+            return split_pack_steps::<B, L, _>(isa, fields, input, x, r, frame, plane, start);
         };
         // Per sub-plane: first word's byte offset, bit of the residual to take, bit of the word
         // to place at, field mask, and whether the fields are their words' first.
@@ -554,20 +556,18 @@ pub(super) unsafe fn split_pack16(
         // The common sub-plane counts as arrays of fixed length, unrolled (a loop over them
         // mispredicted its exits and the first-field test).
         // (2-byte elements have at most 3: 11 residual bits.)
-        let (head, tail) = (&input[..2 * steps], &mut x[..steps]);
+        let (head, tail) = (&input[..B * steps], &mut x[..steps]);
         match plane.len {
-            1 => split_pack16_steps(fields, head, tail, frame, first::<1, _>(&subs)),
-            2 => split_pack16_steps(fields, head, tail, frame, first::<2, _>(&subs)),
-            3 => split_pack16_steps(fields, head, tail, frame, first::<3, _>(&subs)),
-            _ => {
-                return split_pack_steps::<2, u16, _>(isa, fields, input, x, r, frame, plane, start)
-            }
+            1 => split_pack16_steps::<B, 1>(fields, head, tail, frame, first::<1, _>(&subs)),
+            2 => split_pack16_steps::<B, 2>(fields, head, tail, frame, first::<2, _>(&subs)),
+            3 => split_pack16_steps::<B, 3>(fields, head, tail, frame, first::<3, _>(&subs)),
+            _ => return split_pack_steps::<B, L, _>(isa, fields, input, x, r, frame, plane, start),
         }
         if steps < n {
-            split_pack_steps::<2, u16, _>(
+            split_pack_steps::<B, L, _>(
                 isa,
                 fields,
-                &input[2 * steps..2 * n],
+                &input[B * steps..B * n],
                 &mut x[steps..n],
                 r,
                 frame,
@@ -588,7 +588,7 @@ pub(super) struct PackShifts {
     first: bool,
 }
 
-/// [`split_pack16`]'s steps over `x.len()` elements (a multiple of 32) for a residual of
+/// [`split_pack16`]'s steps over `x.len()` `B`-byte elements (a multiple of 32) for a residual of
 /// `N` sub-planes.
 ///
 /// # Safety
@@ -596,7 +596,7 @@ pub(super) struct PackShifts {
 /// The CPU has AVX2, BMI1/2, LZCNT and POPCNT (the `Avx2` token proves it). Every sub-plane's words
 /// for the `x.len()` values lie in `frame`.
 #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt")]
-pub(super) unsafe fn split_pack16_steps<const N: usize>(
+pub(super) unsafe fn split_pack16_steps<const B: usize, const N: usize>(
     fields: &Fields,
     input: &[u8],
     x: &mut [u8],
@@ -607,15 +607,19 @@ pub(super) unsafe fn split_pack16_steps<const N: usize>(
     // it) and keeps this fn's `# Safety` contract, which keeps the pointer reads and writes below
     // in bounds (the notes at each step say how).
     unsafe {
-        let steps = x.len().min(input.len() / 2) / 32 * 32;
+        let steps = x.len().min(input.len() / B) / 32 * 32;
         let split = Split16::new(fields);
         let (ip, xp, fp) = (input.as_ptr(), x.as_mut_ptr(), frame.as_mut_ptr());
         for at in (0..steps).step_by(32) {
             let mut exps = [_mm256_setzero_si256(); 2];
             for (h, ex) in exps.iter_mut().enumerate() {
-                // SAFETY: `at + 32 <= steps`: the input bytes `2 * (at..at + 32)` and the
+                // SAFETY: `at + 32 <= steps`: the input bytes `B * (at..at + 32)` and the
                 // exponents `at..at + 32` are in bounds; the words are the caller's.
-                let u = _mm256_loadu_si256(ip.add(2 * (at + 16 * h)).cast());
+                let u = if B == 1 {
+                    _mm256_cvtepu8_epi16(_mm_loadu_si128(ip.add(at + 16 * h).cast()))
+                } else {
+                    _mm256_loadu_si256(ip.add(2 * (at + 16 * h)).cast())
+                };
                 let r;
                 (*ex, r) = split.lanes(u);
                 for (i, sub) in subs.iter().enumerate() {

@@ -282,6 +282,168 @@ pub(super) unsafe fn split16_512(fields: &Fields, input: &[u8], x: &mut [u8], r:
     }
 }
 
+/// The `vgf2p8affineqb` matrix that sets bit `i` of each byte to bit `source(i)` of the
+/// input byte (to 0 where None): row `7 - i` of the matrix picks the source bit.
+#[inline(always)]
+fn select_bits(source: impl Fn(u32) -> Option<u32>) -> u64 {
+    let mut matrix = 0;
+    for i in 0..8 {
+        if let Some(s) = source(i) {
+            matrix |= (1u64 << s) << (8 * (7 - i));
+        }
+    }
+    matrix
+}
+
+/// A residual sub-plane's words for [`split_pack8_512`]: the first one's byte offset, the
+/// [`select_bits`] matrix that takes its fields from an element to their bit of a byte,
+/// the words' bytes they go to (low or high), and whether they are their words' first.
+#[derive(Clone, Copy)]
+pub(super) struct Pack8 {
+    offset: usize,
+    selection: u64,
+    bytes: u64,
+    first: bool,
+}
+
+/// [`Isa::split_pack`] for 1-byte elements, 64 per step: the exponents, and each residual
+/// sub-plane's fields already at their bit of a word's byte, by one bit selection each
+/// ([`select_bits`]: the fields of a byte are bits of it, in any order); `vpermb` spreads
+/// the fields to their words' low or high bytes, which are stored (a sub-plane's first
+/// fields) or ORed in. Runs not in one run of words per sub-plane, and the last elements
+/// short of 64, take the separate steps.
+///
+/// # Safety
+///
+/// The CPU has AVX-512 F/BW/VL/VBMI/VBMI2 and GFNI besides AVX2, BMI1/2, LZCNT and POPCNT (the
+/// `Avx2` token with AVX-512 on proves it).
+#[target_feature(
+    enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,gfni,avx2,bmi1,bmi2,lzcnt,popcnt"
+)]
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn split_pack8_512<L: Lane>(
+    isa: Avx2,
+    fields: &Fields,
+    input: &[u8],
+    x: &mut [u8],
+    r: &mut [L],
+    frame: &mut [u8],
+    plane: &Plane,
+    start: usize,
+) {
+    // SAFETY: the caller runs on a CPU with AVX-512 F/BW/VL/VBMI/VBMI2 and GFNI besides AVX2,
+    // BMI1/2, LZCNT and POPCNT (the `Avx2` token with AVX-512 on proves it) and keeps this fn's
+    // `# Safety` contract; no pointer is read or written here but through the callees'
+    // contracts.
+    unsafe {
+        let n = x.len().min(input.len()).min(kernels::CHUNK);
+        let steps = n / 64 * 64;
+        let words = (steps > 0)
+            .then(|| residual_words(frame, plane, start, steps))
+            .flatten();
+        let Some(words) = words else {
+            return split_pack_steps::<1, L, _>(isa, fields, input, x, r, frame, plane, start);
+        };
+        let (e, m, k) = (fields.e, fields.m, fields.k);
+        let exponent = select_bits(|i| (i < e).then_some(m + i));
+        // Residual bit `t`: the live mantissa bits, then the sign (bit 7).
+        let live = m - k;
+        let subs = words.map(|(offset, place, take, mask)| {
+            let (at, bits) = (place % 8, mask.count_ones());
+            let selection = select_bits(|i| {
+                let t = (take + i).checked_sub(at)?;
+                (i >= at && i < at + bits).then_some(if t < live { k + t } else { 7 })
+            });
+            let bytes = if place < 8 {
+                0x5555_5555_5555_5555
+            } else {
+                !0x5555_5555_5555_5555
+            };
+            Pack8 {
+                offset,
+                selection,
+                bytes,
+                first: place == 0,
+            }
+        });
+        // (1-byte elements have at most 2: 4 residual bits.)
+        let (head, tail) = (&input[..steps], &mut x[..steps]);
+        match plane.len {
+            1 => split_pack8_512_steps(head, tail, frame, exponent, first::<1, _>(&subs)),
+            2 => split_pack8_512_steps(head, tail, frame, exponent, first::<2, _>(&subs)),
+            _ => return split_pack_steps::<1, L, _>(isa, fields, input, x, r, frame, plane, start),
+        }
+        if steps < n {
+            split_pack_steps::<1, L, _>(
+                isa,
+                fields,
+                &input[steps..n],
+                &mut x[steps..n],
+                r,
+                frame,
+                plane,
+                start + steps,
+            );
+        }
+    }
+}
+
+/// [`split_pack8_512`]'s steps over `x.len()` elements (a multiple of 64) for a residual of
+/// `N` sub-planes.
+///
+/// # Safety
+///
+/// The CPU has AVX-512 F/BW/VL/VBMI/VBMI2 and GFNI besides AVX2, BMI1/2, LZCNT and POPCNT (the
+/// `Avx2` token with AVX-512 on proves it). Every sub-plane's words for the `x.len()` values
+/// lie in `frame`.
+#[target_feature(
+    enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,gfni,avx2,bmi1,bmi2,lzcnt,popcnt"
+)]
+pub(super) unsafe fn split_pack8_512_steps<const N: usize>(
+    input: &[u8],
+    x: &mut [u8],
+    frame: &mut [u8],
+    exponent: u64,
+    subs: [Pack8; N],
+) {
+    // SAFETY: the caller runs on a CPU with AVX-512 F/BW/VL/VBMI/VBMI2 and GFNI besides AVX2,
+    // BMI1/2, LZCNT and POPCNT (the `Avx2` token with AVX-512 on proves it) and keeps this fn's
+    // `# Safety` contract, which keeps the pointer reads and writes below in bounds (the notes at
+    // each step say how).
+    unsafe {
+        let steps = x.len().min(input.len()) / 64 * 64;
+        let exponent = _mm512_set1_epi64(exponent as i64);
+        let selections = subs.map(|sub| _mm512_set1_epi64(sub.selection as i64));
+        // Bytes `2 j` and `2 j + 1` of a register of words take byte `j` of the fields (`32 + j`
+        // for the second 32 words).
+        let spread: [__m512i; 2] = [0, 32].map(|first| {
+            let index: [u8; 64] = core::array::from_fn(|b| (first + b / 2) as u8);
+            _mm512_loadu_si512(index.as_ptr().cast())
+        });
+        let (ip, xp, fp) = (input.as_ptr(), x.as_mut_ptr(), frame.as_mut_ptr());
+        for at in (0..steps).step_by(64) {
+            // SAFETY: `at + 64 <= steps`: the input bytes and exponents `at..at + 64` are in
+            // bounds; the words are the caller's.
+            let u = _mm512_loadu_si512(ip.add(at).cast());
+            let exps = _mm512_gf2p8affine_epi64_epi8::<0>(u, exponent);
+            _mm512_storeu_si512(xp.add(at).cast(), exps);
+            for (sub, &selection) in subs.iter().zip(&selections) {
+                let v = _mm512_gf2p8affine_epi64_epi8::<0>(u, selection);
+                for (h, &spread) in spread.iter().enumerate() {
+                    let w = _mm512_maskz_permutexvar_epi8(sub.bytes, spread, v);
+                    let o = fp.add(sub.offset + 2 * (at + 32 * h)).cast::<__m512i>();
+                    let merged = if sub.first {
+                        w
+                    } else {
+                        _mm512_or_si512(_mm512_loadu_si512(o), w)
+                    };
+                    _mm512_storeu_si512(o, merged);
+                }
+            }
+        }
+    }
+}
+
 /// [`Isa::groups_unflagged`] for a few low widths (`widest <= 3`) and bases below 256, by
 /// compares: per 64 groups and candidate `b`, which fit under `b`, and of those which have
 /// their smallest exponent above `b - 2^m`, counted by popcount.

@@ -197,13 +197,18 @@ impl Isa for Avx2 {
         plane: &Plane,
         start: usize,
     ) {
-        // (With AVX-512 too: this fused step beats `split16_512` then `pack512`.)
-        if B == 2 && L::BITS == 16 {
-            let r = bytemuck::cast_slice_mut(r);
+        match (B, L::BITS) {
+            // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
+            (1, 8) if self.avx512 => unsafe {
+                split_pack8_512::<L>(self, fields, input, x, r, frame, plane, start)
+            },
+            // (2-byte elements with AVX-512 too: this fused step beats `split16_512` then
+            // `pack512`.)
             // SAFETY: an `Avx2` exists only where `detect` found AVX2, BMI1/2, LZCNT, POPCNT.
-            unsafe { split_pack16(self, fields, input, x, r, frame, plane, start) }
-        } else {
-            split_pack_steps::<B, L, Self>(self, fields, input, x, r, frame, plane, start)
+            (1, 8) | (2, 16) => unsafe {
+                split_pack16::<B, L>(self, fields, input, x, r, frame, plane, start)
+            },
+            _ => split_pack_steps::<B, L, Self>(self, fields, input, x, r, frame, plane, start),
         }
     }
 
