@@ -7,9 +7,12 @@
 //! - AscendC encoder -> Rust decoder gives the original bytes, and the AscendC encoder's stream
 //!   is identical to the Rust encoder's;
 //!
-//! on random weights of every dtype, with each coding forced and automatic, special values, random
-//! bytes, dead low bits, partial frames, the MiniLM slice in `tests/data/` (fp32, bf16, fp16) and
-//! the golden files of `tests/golden/v1/` when they exist.
+//! on random weights of every dtype (bf16, fp16, fp32, and the FP8 dtypes e4m3 and e5m2, quantized
+//! from the same weights scaled by 64), with each coding forced and automatic, special values,
+//! random bytes, dead low bits, partial frames, frames of 2^10 to 2^16 elements, the MiniLM slice
+//! in `tests/data/` in every dtype (FP8 scaled by 64, as `tests/corruption.rs` does), and the
+//! golden files of `tests/golden/v1/` and `tests/golden/v1.1/` (FP8). An FP8 stream whose header
+//! claims minor version 0 is refused.
 //!
 //! What this proves: the kernel logic is bit-exact with the Rust codec, obeys the documented API
 //! rules the model checks, and is free of the pipe, queue-position and data-cache races the model
@@ -139,17 +142,12 @@ fn coding_id(coding: Coding) -> &'static str {
     }
 }
 
-/// The dtypes the AscendC kernels code (not the FP8 ones of format version 1.1).
-const DTYPES: [Dtype; 3] = [Dtype::Bf16, Dtype::Fp16, Dtype::Fp32];
+/// The AscendC kernels code every dtype this build codes (the FP8 ones with the feature `fp8`).
+const DTYPES: [Dtype; Dtype::ALL.len()] = Dtype::ALL;
 
-fn dtype_id(dtype: Dtype) -> &'static str {
-    match dtype {
-        Dtype::Bf16 => "1",
-        Dtype::Fp16 => "2",
-        Dtype::Fp32 => "3",
-        Dtype::E4m3 | Dtype::E5m2 => unreachable!("the AscendC kernels take {DTYPES:?}"),
-    }
-}
+/// FP8 test data is the f32 data times this, as a per-tensor FP8 scale would put it (the MiniLM
+/// weights' largest magnitudes are near 7), rounded by `common::fp8`.
+const FP8_SCALE: f64 = 64.0;
 
 fn rust_encode(options: &EncodeOptions, input: &[u8]) -> Vec<u8> {
     let mut stream = vec![0u8; max_encoded_size(options, input.len()).unwrap()];
@@ -194,7 +192,7 @@ fn ascendc_encode_stats(
     std::fs::write(&i, input).unwrap();
     let r = run(&[
         "encode",
-        dtype_id(options.dtype),
+        &options.dtype.code().to_string(),
         &options.frame_log2.to_string(),
         coding_id(options.coding),
         if options.checksums { "1" } else { "0" },
@@ -283,7 +281,10 @@ fn as_bytes(dtype: Dtype, values: &[f32]) -> Vec<u8> {
             .flat_map(|&v| f16::from_f32(v).to_le_bytes())
             .collect(),
         Dtype::Fp32 => values.iter().flat_map(|&v| v.to_le_bytes()).collect(),
-        Dtype::E4m3 | Dtype::E5m2 => unreachable!("the AscendC kernels take {DTYPES:?}"),
+        Dtype::E4m3 | Dtype::E5m2 => values
+            .iter()
+            .map(|&v| common::fp8(dtype, f64::from(v) * FP8_SCALE))
+            .collect(),
     }
 }
 
@@ -349,7 +350,10 @@ fn ascendc_special_values_and_random_bytes() {
                 ],
                 Dtype::Bf16 => [0, 0x8000, 0x7F80, 0xFF80, 0x7FC1, 0xFFFF, 1, 0x7F7F],
                 Dtype::Fp16 => [0, 0x8000, 0x7C00, 0xFC00, 0x7E01, 0xFFFF, 1, 0x7BFF],
-                Dtype::E4m3 | Dtype::E5m2 => unreachable!("the AscendC kernels take {DTYPES:?}"),
+                // +-0, NaN (e4m3 has no infinity: S.1111.111), max, min subnormal, -max
+                Dtype::E4m3 => [0, 0x80, 0x7F, 0xFF, 0x7E, 0x01, 0x81, 0xFE],
+                // +-0, +-inf, NaNs with payloads, min subnormal, max
+                Dtype::E5m2 => [0, 0x80, 0x7C, 0xFC, 0x7E, 0xFF, 0x01, 0x7B],
             };
             for i in (0..n).step_by(7) {
                 let p = patterns[i % 8].to_le_bytes();
@@ -402,6 +406,26 @@ fn ascendc_special_values_and_random_bytes() {
                 options(Dtype::Fp32, 11, coding, true),
                 as_bytes(Dtype::Fp32, data),
             ));
+        }
+    }
+    // FP8: the lowest mantissa bit cleared (k >= 1), and powers of two (k = M).
+    let fp8_powers: Vec<f32> = w
+        .iter()
+        .map(|&v| 2f32.powi((v.abs() * 100.0) as i32 % 10 - 8))
+        .collect();
+    for dtype in DTYPES.into_iter().filter(|d| d.element_bytes() == 1) {
+        let low_bit_clear: Vec<u8> = as_bytes(dtype, &w).iter().map(|b| b & 0xFE).collect();
+        for coding in CODINGS {
+            for (name, data) in [
+                ("lowest mantissa bit clear", low_bit_clear.clone()),
+                ("powers of two", as_bytes(dtype, &fp8_powers)),
+            ] {
+                cases.push((
+                    format!("{dtype:?} {coding:?} {name}"),
+                    options(dtype, 11, coding, true),
+                    data,
+                ));
+            }
         }
     }
     check_all(cases);
@@ -558,9 +582,23 @@ fn ascendc_minilm_costs() {
     }
 }
 
+/// The golden streams of format 1.0 (bf16, fp16, fp32).
 #[test]
 fn ascendc_golden_files() {
-    let dir = repo().join("tests/golden/v1");
+    golden_files_of("v1");
+}
+
+/// The golden streams of format 1.1 (e4m3, e5m2).
+#[cfg(feature = "fp8")]
+#[test]
+fn ascendc_golden_files_v1_1() {
+    golden_files_of("v1.1");
+}
+
+/// Every stream of `tests/golden/{version}/` decoded by the AscendC decoder into its `.bin`, and
+/// every `.bin` encoded by the AscendC encoder into exactly its `.enec`.
+fn golden_files_of(version: &str) {
+    let dir = repo().join("tests/golden").join(version);
     let Ok(manifest) = std::fs::read_to_string(dir.join("MANIFEST.tsv")) else {
         eprintln!("no {}/MANIFEST.tsv yet: nothing to check", dir.display());
         return;
@@ -587,11 +625,10 @@ fn ascendc_golden_files() {
         let name = f[c_name];
         let stream = std::fs::read(dir.join(format!("{name}.enec"))).expect("golden stream");
         let input = std::fs::read(dir.join(format!("{name}.bin"))).expect("golden input");
-        let dtype = match f[c_dtype] {
-            "bf16" => Dtype::Bf16,
-            "fp16" => Dtype::Fp16,
-            _ => Dtype::Fp32,
-        };
+        let dtype = *DTYPES
+            .iter()
+            .find(|d| d.name() == f[c_dtype])
+            .expect("a dtype the build codes");
         let coding = match f[c_coding] {
             "Groups" => Coding::Groups,
             "Ranked" => Coding::Ranked,
@@ -649,6 +686,31 @@ fn ascendc_decoder_detects_corruption() {
         assert!(
             ascendc_decode(&flipped(at), 2).is_err(),
             "a flipped bit at byte {at} went unnoticed"
+        );
+    }
+}
+
+/// An FP8 stream whose header claims minor version 0 (which had no FP8 dtypes) is refused by the
+/// host's header check, with a valid header check, so that only the version rule can refuse it.
+#[cfg(feature = "fp8")]
+#[test]
+fn ascendc_fp8_stream_of_minor_version_0_is_refused() {
+    let mut rng = Rng(0x5EED_0000_0011);
+    for dtype in [Dtype::E4m3, Dtype::E5m2] {
+        let input = as_bytes(dtype, &weights(&mut rng, 3000));
+        let mut stream = rust_encode(&options(dtype, 10, Coding::Ranked, true), &input);
+        assert_eq!(stream[5], 1, "FP8 streams carry minor version 1");
+        assert!(
+            ascendc_decode(&stream, 2) == Ok(input.clone()),
+            "{dtype:?} minor 1"
+        );
+        stream[5] = 0;
+        let check = enec::checksum::h32(&stream[..28]);
+        stream[28..32].copy_from_slice(&check.to_le_bytes());
+        let err = ascendc_decode(&stream, 2).expect_err("an FP8 stream of minor version 0");
+        assert!(
+            err.contains("dtype is newer than the stream's minor version"),
+            "{dtype:?}: {err}"
         );
     }
 }

@@ -94,7 +94,8 @@ int32_t enec_fuzz_ascendc_encode(uint32_t dtype, uint32_t frameLog2, uint32_t co
                                  uint32_t blocks, uint32_t* bad_frame, uint32_t* status) {
     ascendc_sim::gm_clear();
     *out_len = 0;
-    uint32_t eb = dtype == 3 ? 4 : 2;
+    if (dtype < 1 || dtype > 5) return SHIM_BAD_INPUT;
+    uint32_t eb = enec_host::element_bytes(dtype);
     if (len % eb != 0) return SHIM_BAD_INPUT;
     uint64_t elements = len / eb;
     uint32_t frames = uint32_t((elements + (uint64_t(1) << frameLog2) - 1) >> frameLog2);

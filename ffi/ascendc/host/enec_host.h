@@ -33,10 +33,15 @@ inline uint32_t h32(const uint8_t* bytes, size_t len) {
     return h;
 }
 
+// FORMAT.md section 2: 1 bf16, 2 fp16, 3 fp32, 4 e4m3, 5 e5m2.
+inline uint32_t element_bytes(uint32_t dtype) { return dtype == 3 ? 4 : dtype >= 4 ? 1 : 2; }
+// The format minor version that brought the dtype (section 3): a stream must carry at least it.
+inline uint32_t dtype_minor(uint32_t dtype) { return dtype >= 4 ? 1 : 0; }
+
 struct StreamInfo {
     uint32_t dtype = 0, frameLog2 = 0, checksums = 0, frameCount = 0;
     uint64_t elementCount = 0;
-    uint32_t elementBytes() const { return dtype == 3 ? 4 : 2; }
+    uint32_t elementBytes() const { return element_bytes(dtype); }
 };
 
 inline bool read_header(const uint8_t* s, size_t n, StreamInfo& info, std::string& err) {
@@ -44,7 +49,8 @@ inline bool read_header(const uint8_t* s, size_t n, StreamInfo& info, std::strin
     if (std::memcmp(s, "ENEC", 4) != 0) { err = "bad magic"; return false; }
     if (s[4] != 1) { err = "unsupported major version"; return false; }
     if (rd32(s + 28) != h32(s, 28)) { err = "stream header check does not match"; return false; }
-    if (s[6] < 1 || s[6] > 3) { err = "unknown dtype"; return false; }
+    if (s[6] < 1 || s[6] > 5) { err = "unknown dtype"; return false; }
+    if (s[5] < dtype_minor(s[6])) { err = "dtype is newer than the stream's minor version"; return false; }
     if (s[7] < 10 || s[7] > 16) { err = "frame length out of range"; return false; }
     if (s[8] & ~1u) { err = "unknown flags"; return false; }
     if (s[9] | s[10] | s[11] | s[24] | s[25] | s[26] | s[27]) { err = "reserved bytes are not zero"; return false; }
@@ -81,7 +87,7 @@ inline bool frame_offsets(const uint8_t* s, size_t n, const StreamInfo& info, st
 }
 
 inline uint32_t slot_bytes(uint32_t dtype, uint32_t frameLog2) {
-    uint32_t eb = dtype == 3 ? 4 : 2;
+    uint32_t eb = element_bytes(dtype);
     return 32 + (((uint32_t(1) << frameLog2) * eb + 31) & ~31u);
 }
 

@@ -50,17 +50,21 @@ __aicore__ inline uint32_t max_u32(uint32_t a, uint32_t b) { return a > b ? a : 
 // ---------------------------------------------------------------------------------------------
 
 struct Dtype {
-    uint32_t code;  // 1, 2, 3
-    uint32_t e;     // exponent bits E
-    uint32_t m;     // mantissa bits M
-    uint32_t eb;    // element bytes
+    uint32_t code;   // 1 bf16, 2 fp16, 3 fp32, 4 e4m3, 5 e5m2 (FORMAT.md section 2)
+    uint32_t e;      // exponent bits E
+    uint32_t m;      // mantissa bits M
+    uint32_t eb;     // element bytes
+    uint32_t minor;  // the format minor version that brought the dtype (stream header byte 5)
 };
 
 __aicore__ inline Dtype dtype_of(uint32_t code) {
     Dtype d;
     d.code = code;
+    d.minor = 0;
     if (code == 1) { d.e = 8; d.m = 7; d.eb = 2; }
     else if (code == 2) { d.e = 5; d.m = 10; d.eb = 2; }
+    else if (code == 4) { d.e = 4; d.m = 3; d.eb = 1; d.minor = 1; }
+    else if (code == 5) { d.e = 5; d.m = 2; d.eb = 1; d.minor = 1; }
     else { d.e = 8; d.m = 23; d.eb = 4; }
     return d;
 }
@@ -420,6 +424,19 @@ private:
 __aicore__ inline void interleave(const LocalTensor<uint32_t>& dst, const LocalTensor<uint16_t>& pair,
                                   const LocalTensor<uint32_t>& ilv, uint32_t n) {
     AscendC::Gather(dst.ReinterpretCast<uint16_t>(), pair, ilv, uint32_t(0), uint32_t(2 * n));
+}
+
+// Bytes to u16 lanes: dst[i] = byte i of the `words` u16 words at `src` (little-endian: the low
+// byte of word j is byte 2 j), i < 2 * words <= 2 * TILE. The low bytes go to pair[0..words), the
+// high bytes to pair[TILE..TILE + words) (two shifts each, A2 has no byte lanes), then interleave
+// puts them in byte order. Used for the symbol table and for FP8 elements (one per lane).
+__aicore__ inline void widen_bytes(const LocalTensor<uint16_t>& dst, const LocalTensor<uint16_t>& src,
+                                   const LocalTensor<uint16_t>& pair, const LocalTensor<uint32_t>& ilv,
+                                   uint32_t words) {
+    AscendC::ShiftLeft(pair, src, uint16_t(8), int32_t(words));
+    AscendC::ShiftRight(pair, pair, uint16_t(8), int32_t(words));
+    AscendC::ShiftRight(pair[TILE], src, uint16_t(8), int32_t(words));
+    interleave(dst.ReinterpretCast<uint32_t>(), pair, ilv, words);
 }
 
 // Escape / participation mask: bit q of `mask` = (v[q] `mode` value), q < n. Returns the number

@@ -238,19 +238,14 @@ private:
                 for (uint32_t r = 0; r < layout.tableLen; r++)
                     if ((uint32_t(raw.GetValue(r)) >> dt.e) != 0) return ENEC_FRAME_CORRUPT;
             }
-            // Bytes to u16 entries: low and high bytes of each u16 word, then interleaved.
+            // Bytes to u16 entries (widen_bytes).
             if (!cached) {  // the table came in through headerBuf (a TBuf: no queue event)
                 sync_pipes<AscendC::HardEvent::MTE2_V>();
             }
-            uint32_t words = pad32(layout.tableLen) / 2;
-            LocalTensor<uint16_t> w = raw.ReinterpretCast<uint16_t>();
-            LocalTensor<uint16_t> pair = pairBuf.Get<uint16_t>();
-            AscendC::ShiftLeft(pair, w, uint16_t(8), int32_t(words));
-            AscendC::ShiftRight(pair, pair, uint16_t(8), int32_t(words));
-            AscendC::ShiftRight(pair[TILE], w, uint16_t(8), int32_t(words));
             // Entries from tableLen to the 32-byte padding hold padding bytes: no lane indexes
             // them (escape lanes take the next level's entry instead).
-            interleave(table.ReinterpretCast<uint32_t>(), pair, ilv, words);
+            widen_bytes(table, raw.ReinterpretCast<uint16_t>(), pairBuf.Get<uint16_t>(), ilv,
+                        pad32(layout.tableLen) / 2);
         }
         uint32_t levels = params.levels;
         uint32_t cursor[MAX_LEVELS + 1] = {0, 0, 0, 0};
@@ -582,21 +577,25 @@ private:
 
     // merge (src/kernels/ Fields::merge) of exponents x and residuals (lo, hi) into the output
     // tile, then out to GM. With v = r << k: u = (v & (2^M - 1)) | (x << M) | ((v >> M) << (E + M)).
+    // bf16 / fp16 / FP8 elements are merged one per u16 lane (FP8 into wordBuf, then narrowed to
+    // bytes: NarrowBytes).
     __aicore__ inline void MergeOut(uint32_t start, uint32_t len, const LocalTensor<uint16_t>& x,
                                     const LocalTensor<uint16_t>& pair) {
         const uint32_t k = params.dead, M = dt.m, E = dt.e;
         LocalTensor<uint16_t> lo = pair;
-        if (dt.eb == 2) {
+        if (dt.eb <= 2) {
             LocalTensor<uint16_t> out = outQue.AllocTensor<uint16_t>();
+            LocalTensor<uint16_t> u = dt.eb == 2 ? out : wordBuf.Get<uint16_t>();
             LocalTensor<uint16_t> sign = spanBuf.Get<uint16_t>();
             if (k > 0) AscendC::ShiftLeft(lo, lo, uint16_t(k), int32_t(len));
             AscendC::ShiftRight(sign, lo, uint16_t(M), int32_t(len));
             AscendC::ShiftLeft(sign, sign, uint16_t(E + M), int32_t(len));
             keep_low_bits(lo, M, len);
-            AscendC::ShiftLeft(out, x, uint16_t(M), int32_t(len));
-            AscendC::Or(out, out, lo, int32_t(len));
-            AscendC::Or(out, out, sign, int32_t(len));
-            FeedHash(out.ReinterpretCast<uint8_t>(), len * 2);
+            AscendC::ShiftLeft(u, x, uint16_t(M), int32_t(len));
+            AscendC::Or(u, u, lo, int32_t(len));
+            AscendC::Or(u, u, sign, int32_t(len));
+            if (dt.eb == 1) NarrowBytes(out, u, len);
+            FeedHash(out.ReinterpretCast<uint8_t>(), len * dt.eb);
             outQue.EnQue(out);
         } else {
             LocalTensor<uint32_t> out = outQue.AllocTensor<uint32_t>();
@@ -619,6 +618,23 @@ private:
             outQue.EnQue(out);
         }
         CopyOut(outQue, start, len * dt.eb);
+    }
+
+    // FP8 elements from u16 lanes (each < 256) to bytes: word j of `out` = u[2 j] | u[2 j + 1] << 8,
+    // j < ceil(len / 2) (for odd len the last word's high byte is never copied out or hashed).
+    // Two Gathers pick the even and the odd lanes (byte offsets 4 j and 4 j + 2, built in offsBuf),
+    // a shift and an Or pair them.
+    __aicore__ inline void NarrowBytes(const LocalTensor<uint16_t>& out, const LocalTensor<uint16_t>& u, uint32_t len) {
+        const uint32_t words = (len + 1) / 2;
+        LocalTensor<int32_t> even = offsBuf.Get<int32_t>(), odd = even[TILE / 2];
+        LocalTensor<uint16_t> high = spanBuf.Get<uint16_t>();
+        AscendC::CreateVecIndex(even, int32_t(0), words);
+        AscendC::ShiftLeft(even, even, int32_t(2), int32_t(words));
+        AscendC::Adds(odd, even, int32_t(2), int32_t(words));
+        AscendC::Gather(out, u, even.ReinterpretCast<uint32_t>(), uint32_t(0), words);
+        AscendC::Gather(high, u, odd.ReinterpretCast<uint32_t>(), uint32_t(0), words);
+        AscendC::ShiftLeft(high, high, uint16_t(8), int32_t(words));
+        AscendC::Or(out, out, high, int32_t(words));
     }
 
     // The checksum (H32Vector) of a decoded tile, read by the vector unit where it was written.

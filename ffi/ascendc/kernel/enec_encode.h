@@ -155,7 +155,7 @@ private:
         LocalTensor<uint8_t> h = byteBuf.Get<uint8_t>()[256 + HEADER_BYTES];
         for (uint32_t i = 0; i < HEADER_BYTES; i += 4) put_u32(h, i, 0);
         put_u32(h, 0, 0x43454E45u);  // "ENEC"
-        put_u32(h, 4, 1u | (uint32_t(tiling.dtype) << 16) | (uint32_t(tiling.frameLog2) << 24));
+        put_u32(h, 4, 1u | (dt.minor << 8) | (uint32_t(tiling.dtype) << 16) | (uint32_t(tiling.frameLog2) << 24));
         put_u32(h, 8, tiling.checksums ? 1 : 0);
         put_u32(h, 12, tiling.frameCount);
         put_u32(h, 16, uint32_t(tiling.elementCount));
@@ -279,21 +279,33 @@ private:
     // Pass A: statistics
     // ---------------------------------------------------------------------------------------
 
-    // x (u16) of the chunk's elements: vector shifts; fp32 narrows the u32 lanes with Gather.
-    // Lanes [len, round_up(len, 128)) are 0 (Compare works on whole 256-byte repeats).
-    __aicore__ inline void exponents(const LocalTensor<uint8_t>& tile, uint32_t len, const LocalTensor<uint16_t>& x) {
+    // The chunk's elements as u16 lanes: bf16 / fp16 the tile itself; FP8 each byte widened
+    // into a lane (widen_bytes: the lanes at wordBuf's u16 lane 2 * TILE, the byte pairs below
+    // them). fp32: the tile's u16 halves.
+    __aicore__ inline LocalTensor<uint16_t> lanes16(const LocalTensor<uint8_t>& tile, uint32_t len) {
+        if (dt.eb != 1) return tile.ReinterpretCast<uint16_t>();
+        LocalTensor<uint16_t> w = wordBuf.Get<uint16_t>();
+        widen_bytes(w[2 * TILE], tile.ReinterpretCast<uint16_t>(), w, ilv, (len + 1) / 2);
+        return w[2 * TILE];
+    }
+
+    // x (u16) of the chunk's elements: vector shifts (an element of 16 or 8 bits per u16 lane:
+    // the sign dropped by the left shift); fp32 narrows the u32 lanes with Gather. Lanes [len,
+    // round_up(len, 128)) are 0 (Compare works on whole 256-byte repeats). Returns lanes16.
+    __aicore__ inline LocalTensor<uint16_t> exponents(const LocalTensor<uint8_t>& tile, uint32_t len,
+                                                      const LocalTensor<uint16_t>& x) {
         if (len % 128 != 0) AscendC::Duplicate(x, uint16_t(0), int32_t(round_up(len, 128)));
-        if (dt.eb == 2) {
-            LocalTensor<uint16_t> u = tile.ReinterpretCast<uint16_t>();
-            AscendC::ShiftLeft(x, u, uint16_t(1), int32_t(len));
-            AscendC::ShiftRight(x, x, uint16_t(dt.m + 1), int32_t(len));
+        LocalTensor<uint16_t> u = lanes16(tile, len);
+        if (dt.eb <= 2) {
+            AscendC::ShiftLeft(x, u, uint16_t(16 - dt.e - dt.m), int32_t(len));
+            AscendC::ShiftRight(x, x, uint16_t(16 - dt.e), int32_t(len));
         } else {
-            LocalTensor<uint32_t> u = tile.ReinterpretCast<uint32_t>();
             LocalTensor<uint32_t> w = wordBuf.Get<uint32_t>();
-            AscendC::ShiftLeft(w, u, uint32_t(1), int32_t(len));
+            AscendC::ShiftLeft(w, tile.ReinterpretCast<uint32_t>(), uint32_t(1), int32_t(len));
             AscendC::ShiftRight(w, w, uint32_t(24), int32_t(len));
             AscendC::Gather(x, w.ReinterpretCast<uint16_t>(), dlv, uint32_t(0), len);
         }
+        return u;
     }
 
     // Number of the first n lanes whose mask bit is set (GatherMask's kept count).
@@ -344,9 +356,8 @@ private:
     __aicore__ inline void StatsChunk(const Chunk& c, const LocalTensor<uint8_t>& tile) {
         uint32_t len = c.len;
         LocalTensor<uint16_t> x = xBuf.Get<uint16_t>();
-        exponents(tile, len, x);
-        AscendC::Or(accBuf.Get<uint16_t>(), accBuf.Get<uint16_t>(), tile.ReinterpretCast<uint16_t>(),
-                    int32_t(len * dt.eb / 2));
+        LocalTensor<uint16_t> u = exponents(tile, len, x);
+        AscendC::Or(accBuf.Get<uint16_t>(), accBuf.Get<uint16_t>(), u, int32_t(dt.eb == 4 ? 2 * len : len));
         if (tiling.checksums) hash.feed(tile, len * dt.eb);
         // The histogram is counted over HIST_SPAN exponents at a time (fewer instructions per
         // value); they collect as half in xh.
@@ -615,7 +626,14 @@ private:
         uint32_t bytes = c.len * dt.eb, padded = pad32(bytes);
         LocalTensor<int16_t> out = outQue.AllocTensor<int16_t>();
         if (padded != bytes) AscendC::Duplicate(out, int16_t(0), int32_t(padded / 2));
-        AscendC::Adds(out, tile.ReinterpretCast<int16_t>(), int16_t(0), int32_t(bytes / 2));
+        AscendC::Adds(out, tile.ReinterpretCast<int16_t>(), int16_t(0), int32_t((bytes + 1) / 2));
+        if (bytes % 2 != 0) {
+            // An odd count of FP8 bytes (the stream's last chunk only): the last word's high byte
+            // came from past the input; it is the padding's first byte, 0. A scalar write after
+            // V (automatic), before the copy-out (S -> MTE3, the SetFlag page's example).
+            out.ReinterpretCast<uint8_t>().SetValue(bytes, uint8_t(0));
+            sync_pipes<AscendC::HardEvent::S_MTE3>();
+        }
         outQue.EnQue(out);
         out = outQue.DeQue<int16_t>();
         AscendC::DataCopy(frameGm[HEADER_BYTES + c.pos * dt.eb], out.ReinterpretCast<uint8_t>(), padded);
@@ -631,9 +649,9 @@ private:
     __aicore__ inline void split(const LocalTensor<uint8_t>& tile, uint32_t len, const LocalTensor<uint16_t>& pair,
                                  const LocalTensor<uint16_t>& x) {
         const uint32_t k = params.dead, M = dt.m, E = dt.e;
-        exponents(tile, len, x);
-        if (dt.eb == 2) {
-            LocalTensor<uint16_t> u = tile.ReinterpretCast<uint16_t>();
+        LocalTensor<uint16_t> lanes = exponents(tile, len, x);
+        if (dt.eb <= 2) {  // one element per u16 lane (lanes16)
+            LocalTensor<uint16_t> u = lanes;
             LocalTensor<uint16_t> lo = pair, sign = pair[TILE];
             AscendC::ShiftRight(sign, u, uint16_t(E + M), int32_t(len));
             AscendC::ShiftLeft(sign, sign, uint16_t(M), int32_t(len));

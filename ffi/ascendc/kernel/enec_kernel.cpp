@@ -1,4 +1,5 @@
-// enec format v1 on Ascend AI Vector cores (Atlas A2, dav-2201): decode and encode kernels.
+// enec format v1 on Ascend AI Vector cores (Atlas A2, dav-2201): decode and encode kernels for
+// every dtype (bf16, fp16, fp32; format 1.1's e4m3 and e5m2).
 //
 // This file is the device side. It mirrors src/kernels/ function by function (same names,
 // snake_case): split / merge, unpack_range / pack_halving, groups_forward / groups_inverse /
@@ -20,8 +21,10 @@
 //     VECOUT TQue of depth 2;
 //   * bit-plane unpacking and packing, the groups transform, field split and merge are vector
 //     ops on uint16 (And/Or only on 16-bit integers, as A2 requires; 32-bit lanes only for
-//     shifts, which A2 supports on uint32). Table lookups and fp32 lane (de)interleaving are
-//     Gather. Compare (half) builds the escape masks.
+//     shifts, which A2 supports on uint32). FP8 elements take one uint16 lane each (no byte
+//     lanes): widened from bytes by shifts and an interleaving Gather (widen_bytes), narrowed
+//     back by Gathers of the even and odd lanes. Table lookups and fp32 lane (de)interleaving
+//     are Gather. Compare (half) builds the escape masks.
 //   * scalar code is used where A2 has no vector form, and says so where it is: header parsing
 //     and parameter choice (a few hundred operations per frame), and the checksum's last partial
 //     block and avalanche. The checksum's full blocks are H32Vector in both kernels (no

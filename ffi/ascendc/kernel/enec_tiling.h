@@ -6,7 +6,7 @@
 
 // Arguments of enec_decode: one frame per core step, frames spread over cores by index.
 struct EnecDecodeTiling {
-    uint32_t dtype;          // 1 bf16, 2 fp16, 3 fp32 (FORMAT.md section 2)
+    uint32_t dtype;          // 1 bf16, 2 fp16, 3 fp32, 4 e4m3, 5 e5m2 (FORMAT.md section 2)
     uint32_t frameLog2;      // 10 ..= 16
     uint32_t checksums;      // stream header flag bit 0
     uint32_t frameCount;     // frames in the stream
@@ -17,7 +17,7 @@ struct EnecDecodeTiling {
 // Arguments of enec_encode. Frame f is written to `slots + f * slotBytes`, its size to sizes[f];
 // enec_concat then packs the frames behind the stream header.
 struct EnecEncodeTiling {
-    uint32_t dtype;          // 1 bf16, 2 fp16, 3 fp32
+    uint32_t dtype;          // 1 bf16, 2 fp16, 3 fp32, 4 e4m3, 5 e5m2
     uint32_t frameLog2;      // 10 ..= 16
     uint32_t coding;         // 0 auto, 1 groups, 2 ranked (FORMAT.md section 7.5)
     uint32_t checksums;      // 1: write h32 of each frame's input

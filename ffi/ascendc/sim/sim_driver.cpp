@@ -4,7 +4,7 @@
 // ascendc_sim::launch(blockDim, ...), which runs the blocks one after another.
 //
 //   sim_driver decode STREAM OUT [BLOCKS]
-//   sim_driver encode DTYPE(1|2|3) FRAME_LOG2 CODING(0 auto|1 groups|2 ranked) CHECKSUMS(0|1) IN OUT [BLOCKS]
+//   sim_driver encode DTYPE(1 bf16|2 fp16|3 fp32|4 e4m3|5 e5m2) FRAME_LOG2 CODING(0 auto|1 groups|2 ranked) CHECKSUMS(0|1) IN OUT [BLOCKS]
 //
 // Exit status 0 on success; 1 with a message on a decode error (per-frame status) or bad input;
 // 3 if the model saw hazards (rules R1-R3 of sim_engine.h; ENEC_SIM_HAZARDS=report makes them
@@ -139,7 +139,8 @@ int decode(const char* in, const char* out, uint32_t blocks) {
 int encode(uint32_t dtype, uint32_t frameLog2, uint32_t coding, uint32_t checksums, const char* in, const char* out,
            uint32_t blocks) {
     std::vector<uint8_t> input = read_file(in);
-    uint32_t eb = dtype == 3 ? 4 : 2;
+    if (dtype < 1 || dtype > 5) { std::fprintf(stderr, "encode: unknown dtype %u\n", dtype); return 1; }
+    uint32_t eb = enec_host::element_bytes(dtype);
     if (input.size() % eb != 0) { std::fprintf(stderr, "encode: partial element\n"); return 1; }
     uint64_t elements = input.size() / eb;
     uint32_t frames = uint32_t((elements + (uint64_t(1) << frameLog2) - 1) >> frameLog2);
