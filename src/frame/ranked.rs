@@ -63,6 +63,9 @@ pub(super) fn write_ranked<const B: usize, L: Lane, I: Isa>(
     });
     let (table_at, table_len) = layout.table;
     out[table_at..table_at + table_len].copy_from_slice(&ranking.order[..table_len]);
+    // Where a kernel packs the whole residual plane in one pass (each word stored once, not
+    // rewritten per field), the chunks only split off the exponents.
+    let packed = isa.pack_residuals::<B>(fields, input, out, &layout.residual);
     let mut residual = [L::default(); CHUNK];
     // Per level: the exponents that reach it, queued until there is a chunk's worth (or the
     // frame ends), so the deeper levels, which see a tenth of the elements or less, run on
@@ -76,15 +79,20 @@ pub(super) fn write_ranked<const B: usize, L: Lane, I: Isa>(
     for start in (0..elements).step_by(CHUNK) {
         let len = CHUNK.min(elements - start);
         isa.prefetch(ahead.share(start, len));
-        isa.split_pack::<B, L>(
-            fields,
-            &input[B * start..B * (start + len)],
-            &mut xs[0][..len],
-            &mut residual[..len],
-            out,
-            &layout.residual,
-            start,
-        );
+        let run = &input[B * start..B * (start + len)];
+        if packed {
+            isa.exponents::<B>(fields, run, &mut xs[0][..len]);
+        } else {
+            isa.split_pack::<B, L>(
+                fields,
+                run,
+                &mut xs[0][..len],
+                &mut residual[..len],
+                out,
+                &layout.residual,
+                start,
+            );
+        }
         queued[0] = len;
         let last = start + len == elements;
         // One chunk of a level at a time, from the top, until no level has a chunk (or, at the

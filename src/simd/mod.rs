@@ -124,6 +124,20 @@ pub(crate) trait Isa: Copy {
         split_pack_steps::<B, L, Self>(self, fields, input, x, r, frame, plane, start)
     }
 
+    /// Packs the residuals of a whole frame (`input`, the `plane.count` elements) into
+    /// `plane`, as [`Isa::split_pack`] over its chunks would, where a kernel does it in one
+    /// pass; returns whether it did (then the chunks need only [`Isa::exponents`]).
+    #[inline(always)]
+    fn pack_residuals<const B: usize>(
+        self,
+        _fields: &Fields,
+        _input: &[u8],
+        _frame: &mut [u8],
+        _plane: &Plane,
+    ) -> bool {
+        false
+    }
+
     /// [`kernels::rank_codes`].
     #[inline(always)]
     fn rank_codes(self, x: &[u8], level: &LevelCodes, out: &mut [u8]) {

@@ -371,6 +371,68 @@ fn split_pack_agrees() {
 }
 
 #[test]
+fn pack_residuals_agrees() {
+    let Some(detected) = simd() else { return };
+    let mut rng = Rng(23);
+    for case in 0..cases(300) {
+        let isa = with_avx512(detected, (case / Dtype::ALL.len()).is_multiple_of(2));
+        let dtype = Dtype::ALL[case % Dtype::ALL.len()];
+        let b = dtype.element_bytes();
+        let dead = rng.below(Fields::new(dtype, 0).m as usize + 1) as u32;
+        let fields = Fields::new(dtype, dead);
+        // Short planes (one partial block of words), default frames, and others (the last
+        // field of a word missing for the last words).
+        let count = match case % 4 {
+            0 => 1 + rng.below(100),
+            1 => 16 * CHUNK,
+            2 => 16 * CHUNK - rng.below(CHUNK),
+            _ => 1 + rng.below(5 * CHUNK),
+        };
+        let input: std::vec::Vec<u8> = (0..count * b)
+            .map(|_| rng.next() as u8 & if b == 1 { !((1u8 << dead) - 1) } else { 0xFF })
+            .collect();
+        let plane = Plane::at(64, fields.residual_bits(), count);
+        // Garbage in the words and around them: every word is written whole, nothing else.
+        let mut frames = [0u8, 1].map(|_| std::vec![0xA5u8; plane.end() + 64]);
+        let what = format!("{dtype:?} dead {dead} count {count}");
+        let [fa, fb] = &mut frames;
+        // A frame too short for the plane: nothing packed, nothing written.
+        let short = plane.subs().last().map_or(0, |sub| sub.offset + 1);
+        let pack = |frame: &mut [u8]| match b {
+            1 => isa.pack_residuals::<1>(&fields, &input, frame, &plane),
+            2 => isa.pack_residuals::<2>(&fields, &input, frame, &plane),
+            _ => isa.pack_residuals::<4>(&fields, &input, frame, &plane),
+        };
+        assert!(!pack(&mut fa[..short]), "{what}");
+        if !pack(fa) {
+            // Only 1-byte elements with AVX-512 have the kernel.
+            #[cfg(target_arch = "x86_64")]
+            assert!(b != 1 || !isa.avx512(), "{what}");
+            assert!(fa == fb, "{what}");
+            continue;
+        }
+        assert_eq!(b, 1, "{what}");
+        let (mut xa, mut xb, mut r) = ([0u8; CHUNK], [1u8; CHUNK], [0u8; CHUNK]);
+        for start in (0..count).step_by(CHUNK) {
+            let n = CHUNK.min(count - start);
+            let run = &input[start..start + n];
+            isa.exponents::<1>(&fields, run, &mut xa[..n]);
+            Portable.split_pack::<1, u8>(
+                &fields,
+                run,
+                &mut xb[..n],
+                &mut r[..n],
+                fb,
+                &plane,
+                start,
+            );
+            assert!(xa[..n] == xb[..n], "exponents at {start}: {what}");
+        }
+        assert!(fa == fb, "residual plane: {what}");
+    }
+}
+
+#[test]
 fn exponent_stats_agree() {
     let Some(detected) = simd() else { return };
     let mut rng = Rng(11);

@@ -388,6 +388,116 @@ pub(super) unsafe fn split_pack8_512<L: Lane>(
     }
 }
 
+/// [`Isa::pack_residuals`] for 1-byte elements: word by word, so each is stored once (packing
+/// in element order reads and rewrites a word once per field it holds). Per 64 words of a
+/// sub-plane, the 64 elements of each of its fields (`j`, `j + W`, .. for words `j..j + 64`)
+/// are loaded, one bit selection ([`select_bits`]) puts their field at its bit of the word's
+/// low or high byte, ORs gather the bytes and two `vpermt2b` interleave them into words.
+/// Elements past the frame's end read as zero, as [`kernels::pack_range`] leaves their bits.
+/// Returns false, writing nothing, where a sub-plane's words do not lie inside `frame`.
+///
+/// # Safety
+///
+/// The CPU has AVX-512 F/BW/VL/VBMI/VBMI2 and GFNI besides AVX2, BMI1/2, LZCNT and POPCNT (the
+/// `Avx2` token with AVX-512 on proves it).
+#[target_feature(
+    enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,gfni,avx2,bmi1,bmi2,lzcnt,popcnt"
+)]
+pub(super) unsafe fn pack_residuals8_512(
+    fields: &Fields,
+    input: &[u8],
+    frame: &mut [u8],
+    plane: &Plane,
+) -> bool {
+    // SAFETY: the caller runs on a CPU with AVX-512 F/BW/VL/VBMI/VBMI2 and GFNI besides AVX2,
+    // BMI1/2, LZCNT and POPCNT (the `Avx2` token with AVX-512 on proves it); the notes at each
+    // step say how the pointer reads and writes below stay in bounds.
+    unsafe {
+        let n = plane.count.min(input.len());
+        if plane
+            .subs()
+            .iter()
+            .any(|sub| sub.bits > 8 || sub.offset + 2 * sub.words > frame.len())
+        {
+            return false;
+        }
+        let (m, k) = (fields.m, fields.k);
+        // Residual bit `t`: the live mantissa bits, then the sign (bit 7).
+        let live = m - k;
+        // Word byte `2 i` takes byte `i` of the low bytes, `2 i + 1` byte `i` of the high ones
+        // (`first + i` for the second 32 words).
+        let interleave: [__m512i; 2] = [0, 32].map(|first| {
+            let index: [u8; 64] =
+                core::array::from_fn(|b| (first + b / 2 + if b % 2 == 1 { 64 } else { 0 }) as u8);
+            _mm512_loadu_si512(index.as_ptr().cast())
+        });
+        let (ip, fp) = (input.as_ptr(), frame.as_mut_ptr());
+        for sub in plane.subs() {
+            let (bits, take, words) = (sub.bits, sub.shift, sub.words);
+            let fields_per_word = (16 / bits) as usize;
+            // Field `q` of a word sits at bit `q * bits`: of the low byte, then the high one.
+            let mut selections = [0u64; 16];
+            for (q, selection) in selections.iter_mut().enumerate().take(fields_per_word) {
+                let at = (q as u32 * bits) % 8;
+                *selection = select_bits(|i| {
+                    let t = (take + i).checked_sub(at)?;
+                    (i >= at && i < at + bits).then_some(if t < live { k + t } else { 7 })
+                });
+            }
+            let split = (8 / bits) as usize;
+            for j in (0..words).step_by(64) {
+                let mut bytes = [_mm512_setzero_si512(); 2];
+                for (q, &selection) in selections.iter().enumerate().take(fields_per_word) {
+                    let first = j + q * words;
+                    if first >= n {
+                        break;
+                    }
+                    let live = _bzhi_u64(u64::MAX, (n - first).min(64) as u32);
+                    // SAFETY: the masked load reads only elements `first..n`, inside `input`.
+                    let u = _mm512_maskz_loadu_epi8(live, ip.add(first).cast());
+                    let v =
+                        _mm512_gf2p8affine_epi64_epi8::<0>(u, _mm512_set1_epi64(selection as i64));
+                    let b = &mut bytes[usize::from(q >= split)];
+                    *b = _mm512_or_si512(*b, v);
+                }
+                let o = fp.add(sub.offset + 2 * j);
+                let live = _bzhi_u64(u64::MAX, (words - j).min(64) as u32);
+                for (h, &index) in interleave.iter().enumerate() {
+                    let w = _mm512_permutex2var_epi8(bytes[0], index, bytes[1]);
+                    // SAFETY: the masked store writes only words `j..words` of the sub-plane,
+                    // inside `frame` (checked above).
+                    _mm512_mask_storeu_epi16(o.add(64 * h).cast(), (live >> (32 * h)) as u32, w);
+                }
+            }
+        }
+        true
+    }
+}
+
+/// [`Isa::exponents`] for 1-byte elements: [`split_pack8_512_steps`] with no sub-planes, the
+/// last elements short of 64 portable.
+///
+/// # Safety
+///
+/// The CPU has AVX-512 F/BW/VL/VBMI/VBMI2 and GFNI besides AVX2, BMI1/2, LZCNT and POPCNT (the
+/// `Avx2` token with AVX-512 on proves it).
+#[target_feature(
+    enable = "avx512f,avx512bw,avx512vl,avx512vbmi,avx512vbmi2,gfni,avx2,bmi1,bmi2,lzcnt,popcnt"
+)]
+pub(super) unsafe fn exponents8_512(fields: &Fields, input: &[u8], x: &mut [u8]) {
+    // SAFETY: the caller runs on a CPU with AVX-512 F/BW/VL/VBMI/VBMI2 and GFNI besides AVX2,
+    // BMI1/2, LZCNT and POPCNT (the `Avx2` token with AVX-512 on proves it); the steps read and
+    // write only `input[..steps]` and `x[..steps]`.
+    unsafe {
+        let n = x.len().min(input.len());
+        let steps = n / 64 * 64;
+        let (e, m) = (fields.e, fields.m);
+        let exponent = select_bits(|i| (i < e).then_some(m + i));
+        split_pack8_512_steps::<0>(&input[..steps], &mut x[..steps], &mut [], exponent, []);
+        kernels::exponents::<1>(fields, &input[steps..n], &mut x[steps..n]);
+    }
+}
+
 /// [`split_pack8_512`]'s steps over `x.len()` elements (a multiple of 64) for a residual of
 /// `N` sub-planes.
 ///

@@ -213,6 +213,28 @@ impl Isa for Avx2 {
     }
 
     #[inline(always)]
+    fn pack_residuals<const B: usize>(
+        self,
+        fields: &Fields,
+        input: &[u8],
+        frame: &mut [u8],
+        plane: &Plane,
+    ) -> bool {
+        // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
+        B == 1 && self.avx512 && unsafe { pack_residuals8_512(fields, input, frame, plane) }
+    }
+
+    #[inline(always)]
+    fn exponents<const B: usize>(self, fields: &Fields, input: &[u8], x: &mut [u8]) {
+        if B == 1 && self.avx512 {
+            // SAFETY: `avx512` is set only when `detect` found every AVX-512 feature used.
+            unsafe { exponents8_512(fields, input, x) }
+        } else {
+            kernels::exponents::<B>(fields, input, x)
+        }
+    }
+
+    #[inline(always)]
     fn lookup(self, codes: &[u8], table: &[u8; MAX_SYMBOLS], symbols: usize, out: &mut [u8]) {
         if symbols <= 16 {
             // Codes at or past `symbols` read zero, as in the portable version.
