@@ -108,8 +108,9 @@ pub(super) fn rest_steps<'a>(
 }
 
 /// Where the fields of values `start..start + n` are, when every sub-plane holds them in one
-/// run of words inside `frame`: per sub-plane, the byte offset of the first word, the bit to
-/// take the field from, the bit to place it at, and the field mask.
+/// run of words inside `frame`: per sub-plane, the byte offset of the first word, the field's
+/// bit in a word, its bit in a value, and the field mask (decoders take from the first bit and
+/// place at the second, encoders the other way round).
 #[inline(always)]
 pub(super) fn residual_words(
     frame: &[u8],
